@@ -39,7 +39,9 @@ static inline size_t ddp_hdr_len_from_byte(uint8_t b0)
 	return ddp_hdr_len((b0 & DDP_FLAG_T) != 0);
 }
 
-/* Encode; buf must hold ddp_hdr_len(h->tagged) octets.  Returns that length. */
+/* Encode; buf must hold ddp_hdr_len(h->tagged) octets.  Returns that length.
+ * Reserved bits are sent as zero; h->dv is sent as given (set DDP_VERSION),
+ * so tools can craft a bad version. */
 size_t ddp_hdr_encode(const struct ddp_hdr *h, uint8_t *buf);
 
 /* Decode the header at the start of a segment of len octets.
@@ -61,12 +63,14 @@ struct ddp_segmenter {
 	bool done;
 };
 
-/* Returns 0, or -EINVAL if mulpdu cannot carry the header plus one octet. */
+/* Returns 0, or -EINVAL if mulpdu cannot carry the header plus one octet or
+ * the offsets cannot express the message (untagged: msg_len > UINT32_MAX;
+ * tagged: tmpl->to + msg_len > UINT64_MAX, which the receiver calls TO wrap). */
 int ddp_seg_init(struct ddp_segmenter *s, const struct ddp_hdr *tmpl, size_t msg_len,
 		 size_t mulpdu);
 
 /* Next segment: *hdr is the template with TO (tagged: tmpl.to + off) or MO
- * (untagged: off) and L set on the last; *off/*len say which payload octets
+ * (untagged: off) and L set on the last; *off and *len say which payload octets
  * it carries.  Returns true while there is a segment. */
 bool ddp_seg_next(struct ddp_segmenter *s, struct ddp_hdr *hdr, size_t *off, size_t *len);
 
@@ -149,7 +153,8 @@ struct ddp_rx {
 };
 
 void ddp_rx_init(struct ddp_rx *rx, ddp_tagged_resolve_fn resolve, void *ctx);
-int ddp_rx_add_queue(struct ddp_rx *rx, struct ddp_queue *q); /* -EINVAL if qn >= DDP_MAX_QUEUES */
+/* -EINVAL if qn >= DDP_MAX_QUEUES, -EEXIST if another queue has that QN. */
+int ddp_rx_add_queue(struct ddp_rx *rx, struct ddp_queue *q);
 
 /* Direct placement in two steps: find where len payload octets of this
  * segment go (all checks done here), then, once they are there, commit. */
@@ -161,8 +166,11 @@ int ddp_rx_commit(struct ddp_rx *rx, const struct ddp_hdr *h, uint32_t len, stru
 /* target + memcpy + commit.  Untagged errors: DDP/2/0x01 invalid QN,
  * 0x02 MSN with no buffer posted, 0x03 MSN outside any valid range (already
  * delivered or more than 2^31 ahead), 0x04 MO beyond the buffer, 0x05 message
- * too long for the buffer (or segments disagree on its end).  Tagged:
- * DDP/1/0x03 TO wrap, then whatever resolve reports. */
+ * too long for the buffer (or segments disagree on its end); DDP/0/0x00 if
+ * the message would need more than DDP_OOO_MAX_RANGES ranges.  A segment of a
+ * delivered (or flushed) message is 0x03.  Tagged: DDP/1/0x03 TO wrap (also
+ * when the segment would end exactly at 2^64, which no uint64 can bound),
+ * then whatever resolve reports.  A failure writes nothing. */
 int ddp_rx_place(struct ddp_rx *rx, const struct ddp_hdr *h, const uint8_t *payload,
 		 uint32_t len, struct xs_err *err);
 

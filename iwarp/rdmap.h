@@ -48,7 +48,7 @@ struct rdmap_read_req {
 };
 
 void rdmap_read_req_encode(const struct rdmap_read_req *r, uint8_t buf[RDMAP_READ_REQ_LEN]);
-/* -EPROTO (RDMAP/2/0xff... see .c) if len != 28. */
+/* -EPROTO with RDMAP/2/0xff (unspecified error) if len != 28. */
 int rdmap_read_req_decode(const uint8_t *buf, size_t len, struct rdmap_read_req *r,
 			  struct xs_err *err);
 
@@ -62,10 +62,13 @@ struct rdmap_term {
 	uint8_t rdmap_hdr_len;
 };
 
-/* Encode the Terminate body (RFC layout: Layer in the high nibble).
- * Returns its length or -EMSGSIZE / -EINVAL. */
+/* Encode the Terminate body (RFC layout: Layer in the high nibble).  The
+ * DDP Segment Length and DDP header follow iff d, the RDMAP header iff r
+ * (layout decisions: rdmap_term.c).  Returns its length, -EMSGSIZE, or
+ * -EINVAL (m without d, ddp_hdr_len not matching its T bit, r without 28). */
 ssize_t rdmap_term_encode(const struct rdmap_term *t, uint8_t *buf, size_t cap);
-/* Decode an RFC-layout Terminate body.  -EPROTO if truncated/inconsistent. */
+/* Decode an RFC-layout Terminate body.  -EPROTO (err RDMAP/2/0xff) if
+ * truncated or longer than its M/D/R flags announce. */
 int rdmap_term_decode(const uint8_t *buf, size_t len, struct rdmap_term *t, struct xs_err *err);
 /* Linux siw lays the control word out with Layer in the LOW nibble and M/D/R
  * in bits 0/1/2 of byte 2; this decodes that variant (for diagnosis). */
@@ -85,7 +88,8 @@ extern const size_t xs_err_table_len;
 
 /* Entry for a triple, NULL if the RFCs do not define it. */
 const struct xs_err_desc *xs_err_lookup(const struct xs_err *e);
-/* "DDP/untagged/0x02: invalid MSN - no buffer available"; never NULL. */
+/* "DDP/untagged buffer error/0x02: invalid MSN - no buffer available", or
+ * ".../0x42: unknown code"; truncated to cap; never NULL. */
 const char *xs_err_str(const struct xs_err *e, char *buf, size_t cap);
 const char *xs_layer_name(uint8_t layer);
 const char *xs_etype_name(uint8_t layer, uint8_t etype);

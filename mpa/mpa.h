@@ -248,9 +248,11 @@ size_t mpa_rx_data_window(const struct mpa_rx *rx);
 int mpa_rx_data_absorb(struct mpa_rx *rx, const uint8_t *data, size_t n);
 
 /* Re-synchronise on bytes that start mid-stream at stream position pos
- * (counted like mpa_rx.pos).  Uses the Markers to find the first FPDU that
- * starts inside buf: returns 0 with *fpdu_off = its offset in buf (a leading
- * Marker included), -EAGAIN if buf holds no usable Marker yet, -EPROTO
+ * (counted like mpa_rx.pos).  Uses the Markers, in order, to find the first
+ * FPDU start they reveal inside buf (the FPDU a Marker points into, or the
+ * one after it when that FPDU began before buf and its ULPDU_LENGTH is in
+ * buf): returns 0 with *fpdu_off = its offset in buf (a leading Marker
+ * included), -EAGAIN if buf holds no usable Marker yet, -EPROTO
  * (LLP/0/0x03) if a Marker points at an impossible place. */
 int mpa_rx_resync(const uint8_t *buf, size_t len, uint32_t pos, size_t *fpdu_off,
 		  struct xs_err *err);

@@ -1,0 +1,158 @@
+/* Receive side of an iWARP stream: MPA deframing -> DDP header -> RDMAP
+ * checks -> DDP placement -> in-order delivery.  Payload octets are copied
+ * once, from the input straight to their destination (or received there
+ * directly through iw_rx_direct). */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "iwarp/iw_stream.h"
+
+void iw_rx_init(struct iw_rx *rx, bool markers, bool crc, size_t max_ulpdu,
+		ddp_tagged_resolve_fn resolve, void *resolve_ctx, const struct iw_rx_ops *ops,
+		void *ops_ctx)
+{
+	memset(rx, 0, sizeof(*rx));
+	mpa_rx_init(&rx->mpa, markers, crc, max_ulpdu);
+	ddp_rx_init(&rx->ddp, resolve, resolve_ctx);
+	rx->ops = ops;
+	rx->ops_ctx = ops_ctx;
+}
+
+/* The whole DDP header is in: decode, check the RDMAP control, find where
+ * the payload goes.  A ULPDU must at least hold its header. */
+static int iw_rx_header(struct iw_rx *rx, uint16_t ulpdu_len, struct xs_err *err)
+{
+	int rc;
+
+	rc = ddp_hdr_decode(rx->hdr, rx->hdr_len, &rx->h, err);
+	if (rc < 0)
+		return rc;
+	rc = rdmap_hdr_check(&rx->h, &rx->op, err);
+	if (rc < 0)
+		return rc;
+	rx->payload_len = (uint32_t)ulpdu_len - rx->hdr_len;
+	rc = ddp_rx_target(&rx->ddp, &rx->h, rx->payload_len, &rx->dst, err);
+	if (rc < 0)
+		return rc;
+	rx->hdr_done = true;
+	return 0;
+}
+
+static int iw_rx_data(struct iw_rx *rx, const struct mpa_rx_event *ev, struct xs_err *err)
+{
+	const uint8_t *p = ev->data;
+	size_t n = ev->len;
+	uint32_t off = ev->ulpdu_off;
+
+	if (n == 0)
+		return 0;
+	if (off == 0) {
+		/* first octets of a new ULPDU: its first octet says the header length */
+		rx->hdr_got = 0;
+		rx->hdr_done = false;
+		rx->hdr_len = (uint8_t)ddp_hdr_len_from_byte(p[0]);
+		if (ev->ulpdu_len < rx->hdr_len) {
+			xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_CATASTROPHIC, DDP_ECODE_CATASTROPHIC);
+			return -EPROTO;
+		}
+	}
+	if (!rx->hdr_done) {
+		size_t take = rx->hdr_len - rx->hdr_got;
+		if (take > n)
+			take = n;
+		memcpy(rx->hdr + rx->hdr_got, p, take);
+		rx->hdr_got = (uint8_t)(rx->hdr_got + take);
+		p += take;
+		n -= take;
+		off += (uint32_t)take;
+		if (rx->hdr_got < rx->hdr_len)
+			goto out;
+		int rc = iw_rx_header(rx, ev->ulpdu_len, err);
+		if (rc < 0)
+			return rc;
+	}
+	if (n > 0)
+		memcpy(rx->dst + (off - rx->hdr_len), p, n);
+	off += (uint32_t)n;
+out:
+	rx->ulp_next = off;
+	return 0;
+}
+
+static int iw_rx_fpdu_end(struct iw_rx *rx, struct xs_err *err)
+{
+	struct ddp_delivery d;
+	int rc;
+
+	if (!rx->hdr_done) {
+		xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_CATASTROPHIC, DDP_ECODE_CATASTROPHIC);
+		return -EPROTO;
+	}
+	rc = ddp_rx_commit(&rx->ddp, &rx->h, rx->payload_len, err);
+	if (rc < 0)
+		return rc;
+	rx->fpdus++;
+	rx->hdr_done = false;
+	rx->ulp_next = 0;
+	if (rx->h.tagged) {
+		if (rx->h.last && rx->ops && rx->ops->tagged_last)
+			rx->ops->tagged_last(rx->ops_ctx, rx->op, &rx->h);
+		return 0;
+	}
+	/* ddp_rx_commit validated the QN, so the queue exists */
+	struct ddp_queue *q = rx->ddp.queues[rx->h.qn];
+	while (ddp_queue_deliver(q, &d) == 1) {
+		enum rdmap_opcode op = (enum rdmap_opcode)(d.rsvdulp & RDMAP_OPCODE_MASK);
+		if (rx->ops && rx->ops->deliver)
+			rx->ops->deliver(rx->ops_ctx, op, rx->h.qn, &d);
+	}
+	return 0;
+}
+
+int iw_rx_input(struct iw_rx *rx, const uint8_t *buf, size_t len, struct xs_err *err)
+{
+	while (len > 0) {
+		struct mpa_rx_event ev;
+		size_t used = 0;
+		int rc = mpa_rx_step(&rx->mpa, buf, len, &used, &ev, err);
+
+		if (rc < 0)
+			return rc;
+		buf += used;
+		len -= used;
+		if (rc == MPA_RX_EV_DATA)
+			rc = iw_rx_data(rx, &ev, err);
+		else if (rc == MPA_RX_EV_FPDU_END)
+			rc = iw_rx_fpdu_end(rx, err);
+		else
+			rc = 0;
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+size_t iw_rx_direct(const struct iw_rx *rx, uint8_t **dst)
+{
+	if (!rx->hdr_done)
+		return 0;
+	size_t n = mpa_rx_data_window(&rx->mpa);
+	if (n == 0)
+		return 0;
+	*dst = rx->dst + (rx->ulp_next - rx->hdr_len);
+	return n;
+}
+
+int iw_rx_direct_done(struct iw_rx *rx, size_t n, struct xs_err *err)
+{
+	int rc = mpa_rx_data_absorb(&rx->mpa, rx->dst + (rx->ulp_next - rx->hdr_len), n);
+
+	if (rc < 0) {
+		xs_err_set(err, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_LOCAL_CATASTROPHIC);
+		return rc;
+	}
+	rx->ulp_next += (uint32_t)n;
+	return 0;
+}

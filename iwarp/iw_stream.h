@@ -1,0 +1,91 @@
+/* One iWARP stream (RDMAP over DDP over MPA) as pure byte-buffer code:
+ * iw_tx turns RDMAP messages into framed FPDUs handed to a writer callback;
+ * iw_rx turns received bytes into placed data and delivered messages.
+ * Sockets, threads and verbs objects live above this (the engine). */
+#ifndef IW_STREAM_H
+#define IW_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "ddp/ddp.h"
+#include "iwarp/rdmap.h"
+#include "mpa/mpa.h"
+
+/* ---- transmit ------------------------------------------------------------ */
+
+/* Writes one FPDU (iov/cnt, total len octets) to the LLP.  Returns 0 or -errno.
+ * One call = one FPDU, so a caller that writes each with one writev() keeps
+ * FPDUs aligned to TCP segments. */
+typedef int (*iw_tx_write_fn)(void *ctx, const struct iovec *iov, int cnt, size_t len);
+
+struct iw_tx {
+	struct mpa_tx mpa;
+	size_t mulpdu; /* largest ULPDU per FPDU */
+	uint32_t msn[3]; /* next MSN per untagged queue (QN 0, 1, 2) */
+	iw_tx_write_fn write;
+	void *write_ctx;
+	struct mpa_txframe frame; /* scratch for the FPDU being written */
+};
+
+/* mulpdu from mpa_mulpdu(mss, markers).  MSNs start at 1 (RFC 5041). */
+int iw_tx_init(struct iw_tx *tx, bool markers, bool crc, size_t mulpdu, iw_tx_write_fn write,
+	       void *ctx);
+
+/* Send, Send with SE, with Invalidate (inv_stag used for *_INV opcodes). */
+int iw_tx_send(struct iw_tx *tx, enum rdmap_opcode op, uint32_t inv_stag, const struct iovec *iov,
+	       int cnt);
+/* RDMA Write (RDMAP_OP_WRITE) or Read Response (RDMAP_OP_READ_RESP) to (stag, to). */
+int iw_tx_tagged(struct iw_tx *tx, enum rdmap_opcode op, uint32_t stag, uint64_t to,
+		 const struct iovec *iov, int cnt);
+int iw_tx_read_req(struct iw_tx *tx, const struct rdmap_read_req *rr);
+int iw_tx_terminate(struct iw_tx *tx, const struct rdmap_term *t);
+
+/* ---- receive ------------------------------------------------------------- */
+
+struct iw_rx_ops {
+	/* An untagged message completed, in MSN order on its queue
+	 * (Send*, Read Request on QN 1, Terminate on QN 2). */
+	void (*deliver)(void *ctx, enum rdmap_opcode op, uint32_t qn, const struct ddp_delivery *d);
+	/* The last segment of a tagged message (Write, Read Response) was placed
+	 * and its FPDU passed the CRC.  Optional. */
+	void (*tagged_last)(void *ctx, enum rdmap_opcode op, const struct ddp_hdr *h);
+};
+
+struct iw_rx {
+	struct mpa_rx mpa;
+	struct ddp_rx ddp;
+	const struct iw_rx_ops *ops;
+	void *ops_ctx;
+	/* the DDP segment in progress */
+	uint8_t hdr[DDP_MAX_HDR_LEN];
+	uint8_t hdr_got;
+	uint8_t hdr_len;
+	bool hdr_done;
+	struct ddp_hdr h;
+	enum rdmap_opcode op;
+	uint8_t *dst; /* where payload octet 0 of this segment goes */
+	uint32_t payload_len;
+	uint32_t ulp_next; /* next ULPDU offset expected from MPA */
+	uint64_t fpdus; /* FPDUs accepted (statistics) */
+};
+
+/* The owner adds queues to rx->ddp (ddp_rx_add_queue) and posts buffers. */
+void iw_rx_init(struct iw_rx *rx, bool markers, bool crc, size_t max_ulpdu,
+		ddp_tagged_resolve_fn resolve, void *resolve_ctx, const struct iw_rx_ops *ops,
+		void *ops_ctx);
+
+/* Feed received octets (any chunking).  Returns 0 when all were consumed, or
+ * -EPROTO with err = the Terminate triple to send (the stream is dead). */
+int iw_rx_input(struct iw_rx *rx, const uint8_t *buf, size_t len, struct xs_err *err);
+
+/* Direct placement: when the next octets are payload whose destination is
+ * known, *dst and the returned count say where up to that many octets may be
+ * received; the caller then reports them with iw_rx_direct_done().  Returns 0
+ * when the next octets must go through iw_rx_input(). */
+size_t iw_rx_direct(const struct iw_rx *rx, uint8_t **dst);
+int iw_rx_direct_done(struct iw_rx *rx, size_t n, struct xs_err *err);
+
+#endif
