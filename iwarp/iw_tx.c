@@ -71,9 +71,11 @@ static int iw_tx_message(struct iw_tx *tx, const struct ddp_hdr *tmpl, const str
 	if (rc < 0)
 		return rc;
 	while (ddp_seg_next(&seg, &h, &off, &len)) {
-		uint8_t hdr[DDP_MAX_HDR_LEN];
+		/* the DDP header goes right behind the MPA length field */
+		uint8_t *hdr = tx->frame.hdr + MPA_HDR_LEN;
 		struct iovec ulp[MPA_TX_MAX_ULP_IOV];
 
+		_Static_assert(DDP_MAX_HDR_LEN <= MPA_TX_HDR_ROOM, "header room");
 		ulp[0].iov_base = hdr;
 		ulp[0].iov_len = ddp_hdr_encode(&h, hdr);
 		int n = iw_slice_iov(iov, cnt, off, len, ulp + 1, MPA_TX_MAX_ULP_IOV - 1);

@@ -31,6 +31,7 @@ void mpa_rx_reset_at(struct mpa_rx *rx, uint32_t pos)
 	rx->fld_len = 0;
 	rx->mk_len = 0;
 	rx->in_fpdu = false;
+	rx->crc_pend_len = 0;
 }
 
 static int rx_fail(struct xs_err *err, uint8_t ecode)
@@ -52,10 +53,26 @@ static size_t to_next_marker(const struct mpa_rx *rx)
 	return MPA_MARKER_INTERVAL - rx->pos % MPA_MARKER_INTERVAL;
 }
 
+static void rx_crc_flush(struct mpa_rx *rx)
+{
+	if (rx->crc_pend_len)
+		rx->crc_state = xs_crc32c_update(rx->crc_state, rx->crc_pend, rx->crc_pend_len);
+	rx->crc_pend_len = 0;
+}
+
+/* Queue n octets for the CRC; flushed before every return from
+ * mpa_rx_step (the input is the caller's only until then). */
 static void rx_crc(struct mpa_rx *rx, const uint8_t *d, size_t n)
 {
-	if (rx->crc)
-		rx->crc_state = xs_crc32c_update(rx->crc_state, d, n);
+	if (!rx->crc || !n)
+		return;
+	if (rx->crc_pend_len && rx->crc_pend + rx->crc_pend_len == d) {
+		rx->crc_pend_len += n;
+		return;
+	}
+	rx_crc_flush(rx);
+	rx->crc_pend = d;
+	rx->crc_pend_len = n;
 }
 
 /* The first octet of an FPDU: reset the per-FPDU state. */
@@ -107,6 +124,7 @@ int mpa_rx_step(struct mpa_rx *rx, const uint8_t *in, size_t len, size_t *consum
 			/* The reserved half is not checked (RFC 5044: ignore). */
 			if (xs_get_be16(rx->mk + 2) != want) {
 				*consumed = off;
+				rx_crc_flush(rx);
 				return rx_fail(err, MPA_ECODE_MARKER);
 			}
 			continue;
@@ -132,6 +150,7 @@ int mpa_rx_step(struct mpa_rx *rx, const uint8_t *in, size_t len, size_t *consum
 			rx->ulpdu_len = xs_get_be16(rx->fld);
 			if (rx->ulpdu_len > rx->max_ulpdu) {
 				*consumed = off;
+				rx_crc_flush(rx);
 				return rx_fail(err, MPA_ECODE_MARKER);
 			}
 			rx->done = 0;
@@ -154,6 +173,7 @@ int mpa_rx_step(struct mpa_rx *rx, const uint8_t *in, size_t len, size_t *consum
 			if (rx->done == rx->ulpdu_len)
 				rx_after_data(rx);
 			*consumed = off;
+			rx_crc_flush(rx);
 			return MPA_RX_EV_DATA;
 		case MPA_RX_PAD:
 			n = min_sz(room, mpa_pad_len(rx->ulpdu_len) - rx->done);
@@ -175,6 +195,7 @@ int mpa_rx_step(struct mpa_rx *rx, const uint8_t *in, size_t len, size_t *consum
 			if (rx->fld_len < MPA_CRC_LEN)
 				break;
 			*consumed = off;
+			rx_crc_flush(rx);
 			if (rx->crc && xs_get_le32(rx->fld) != xs_crc32c_final(rx->crc_state))
 				return rx_fail(err, MPA_ECODE_CRC);
 			ev->type = MPA_RX_EV_FPDU_END;
@@ -187,6 +208,7 @@ int mpa_rx_step(struct mpa_rx *rx, const uint8_t *in, size_t len, size_t *consum
 		}
 	}
 	*consumed = off;
+	rx_crc_flush(rx);
 	ev->type = MPA_RX_EV_NEED_MORE;
 	return MPA_RX_EV_NEED_MORE;
 }
@@ -204,7 +226,8 @@ int mpa_rx_data_absorb(struct mpa_rx *rx, const uint8_t *data, size_t n)
 		return -EINVAL;
 	if (!n)
 		return 0;
-	rx_crc(rx, data, n);
+	if (rx->crc)
+		rx->crc_state = xs_crc32c_update(rx->crc_state, data, n);
 	rx->done += (uint32_t)n;
 	rx->pos += (uint32_t)n;
 	if (rx->done == rx->ulpdu_len)

@@ -72,10 +72,32 @@ struct txb {
 	uint32_t p; /* stream position of the next wire octet */
 	uint32_t start, hdr; /* FPDU start, ULPDU_LENGTH position */
 	uint32_t crc;
+	const uint8_t *crc_pend; /* contiguous octets not yet fed to the CRC */
+	size_t crc_pend_len;
 	bool crc_on, markers;
 	int nmk;
 	int err;
 };
+
+static void txb_crc_flush(struct txb *b)
+{
+	if (b->crc_pend_len)
+		b->crc = xs_crc32c_update(b->crc, b->crc_pend, b->crc_pend_len);
+	b->crc_pend_len = 0;
+}
+
+/* One CRC update per contiguous run (each ISA-L call costs ~15 ns, as much
+ * as 300 octets of data). */
+static void txb_crc(struct txb *b, const uint8_t *d, size_t n)
+{
+	if (b->crc_pend_len && b->crc_pend + b->crc_pend_len == d) {
+		b->crc_pend_len += n;
+		return;
+	}
+	txb_crc_flush(b);
+	b->crc_pend = d;
+	b->crc_pend_len = n;
+}
 
 static void txb_iov(struct txb *b, const uint8_t *d, size_t n, bool crc)
 {
@@ -84,7 +106,7 @@ static void txb_iov(struct txb *b, const uint8_t *d, size_t n, bool crc)
 	if (!n)
 		return;
 	if (crc && b->crc_on)
-		b->crc = xs_crc32c_update(b->crc, d, n);
+		txb_crc(b, d, n);
 	b->p += (uint32_t)n;
 	f->wire_len += n;
 	/* Merge with the previous piece when it continues it in memory. */
@@ -185,6 +207,7 @@ int mpa_tx_frame(struct mpa_tx *tx, const struct iovec *ulpdu, int cnt, struct m
 	txb_marker_if_due(&b);
 	if (b.err)
 		return b.err;
+	txb_crc_flush(&b);
 	if (b.crc_on)
 		xs_put_le32(out->trailer + pad, xs_crc32c_final(b.crc));
 	txb_iov(&b, out->trailer + pad, MPA_CRC_LEN, false);
