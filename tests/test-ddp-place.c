@@ -135,6 +135,19 @@ static void shuffle(struct seg *s, size_t n)
 	}
 }
 
+/* Retransmissions (some segments twice when dups), then any order. */
+static size_t retransmit_and_shuffle(struct seg *segs, size_t nseg, size_t cap, bool dups)
+{
+	if (dups) {
+		size_t n = nseg;
+		for (size_t i = 0; i < n && nseg < cap; i++)
+			if (xs_rand_below(4) == 0)
+				segs[nseg++] = segs[i];
+	}
+	shuffle(segs, nseg);
+	return nseg;
+}
+
 /* Append the segments of one message; the MULPDU is random but keeps a
  * message within 2 * DDP_OOO_MAX_RANGES segments, so no order can
  * fragment it beyond the range set (that limit has its own test). */
@@ -222,14 +235,7 @@ static void untagged_round(bool dups, uint32_t msn_start)
 			nseg += k;
 		}
 	}
-	/* Retransmissions: some segments twice. */
-	if (dups) {
-		size_t n = nseg;
-		for (size_t i = 0; i < n && nseg < PSEG; i++)
-			if (xs_rand_below(4) == 0)
-				segs[nseg++] = segs[i];
-	}
-	shuffle(segs, nseg);
+	nseg = retransmit_and_shuffle(segs, nseg, PSEG, dups);
 
 	for (size_t s = 0; s < nseg; s++) {
 		struct xs_err err = { 0 };
@@ -335,13 +341,7 @@ static void tagged_round(bool dups)
 		nseg += segment(segs + nseg, PSEG - nseg, &t, image[i] + off, len, w);
 		memset(covered[i] + off, 1, len);
 	}
-	if (dups) {
-		size_t n = nseg;
-		for (size_t i = 0; i < n && nseg < PSEG; i++)
-			if (xs_rand_below(4) == 0)
-				segs[nseg++] = segs[i];
-	}
-	shuffle(segs, nseg);
+	nseg = retransmit_and_shuffle(segs, nseg, PSEG, dups);
 	for (size_t s = 0; s < nseg; s++) {
 		struct xs_err err = { 0 };
 		REQUIRE(ddp_rx_place(&rx, &segs[s].h, segs[s].payload, segs[s].len, &err) == 0);

@@ -9,25 +9,9 @@
 #include "iwarp/rdmap.h"
 #include "mpa/mpa_wire.h"
 #include "tests/xs_test.h"
+#include "tests/xs_test_ddp.h"
 #include "util/xs_be.h"
 
-static void parse_ddp(const uint8_t *u, struct ddp_hdr *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->tagged = u[0] & DDP_FLAG_T;
-	h->last = u[0] & DDP_FLAG_L;
-	h->dv = u[0] & DDP_DV_MASK;
-	h->rsvdulp = u[1];
-	if (h->tagged) {
-		h->stag = xs_get_be32(u + 2);
-		h->to = xs_get_be64(u + 6);
-	} else {
-		h->rsvdulp2 = xs_get_be32(u + 2);
-		h->qn = xs_get_be32(u + 6);
-		h->msn = xs_get_be32(u + 10);
-		h->mo = xs_get_be32(u + 14);
-	}
-}
 
 #define EXPECT_TRIPLE(rc, e, l, t, c)                                                \
 	do {                                                                         \
@@ -43,7 +27,7 @@ static int check_fpdu(const char *hex, struct xs_err *e)
 	size_t n = xs_hex(hex, f, sizeof f);
 	REQUIRE(n >= 2 + DDP_UNTAGGED_HDR_LEN);
 	struct ddp_hdr h;
-	parse_ddp(f + 2, &h);
+	xs_test_parse_ddp(f + 2, &h);
 	*e = (struct xs_err){ 9, 9, 9 };
 	return rdmap_hdr_check(&h, NULL, e);
 }

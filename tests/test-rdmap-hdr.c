@@ -8,27 +8,8 @@
 
 #include "iwarp/rdmap.h"
 #include "tests/xs_test.h"
+#include "tests/xs_test_ddp.h"
 #include "util/xs_be.h"
-
-/* Test-local reading of an FPDU's ULPDU header, kept independent of
- * ddp_hdr_decode so these tests check RDMAP only. */
-static void parse_ddp(const uint8_t *u, struct ddp_hdr *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->tagged = u[0] & DDP_FLAG_T;
-	h->last = u[0] & DDP_FLAG_L;
-	h->dv = u[0] & DDP_DV_MASK;
-	h->rsvdulp = u[1];
-	if (h->tagged) {
-		h->stag = xs_get_be32(u + 2);
-		h->to = xs_get_be64(u + 6);
-	} else {
-		h->rsvdulp2 = xs_get_be32(u + 2);
-		h->qn = xs_get_be32(u + 6);
-		h->msn = xs_get_be32(u + 10);
-		h->mo = xs_get_be32(u + 14);
-	}
-}
 
 /* Independent expectation per opcode: 'T' tagged, '0'..'2' untagged on that
  * QN, 'x' refused. */
@@ -163,7 +144,7 @@ static void check_read_req(void)
 	REQUIRE(n == 52);
 	CHECK_EQ_U(xs_get_be16(f), 46);
 	struct ddp_hdr h;
-	parse_ddp(f + 2, &h);
+	xs_test_parse_ddp(f + 2, &h);
 	CHECK(!h.tagged && h.last && h.dv == 1);
 	CHECK_EQ_U(h.qn, 1);
 	CHECK_EQ_U(h.msn, 1);
@@ -192,7 +173,7 @@ static void check_read_req(void)
 		   "19 f3 0f f7",
 		   f, sizeof f);
 	REQUIRE(n == 52);
-	parse_ddp(f + 2, &h);
+	xs_test_parse_ddp(f + 2, &h);
 	CHECK_EQ_U(rdmap_hdr_check(&h, &op, &e), 0);
 	CHECK_EQ_U(op, RDMAP_OP_READ_REQ);
 	REQUIRE(rdmap_read_req_decode(f + 20, 28, &r, &e) == 0);
