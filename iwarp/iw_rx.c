@@ -35,7 +35,7 @@ static int iw_rx_header(struct iw_rx *rx, uint16_t ulpdu_len, struct xs_err *err
 	rx->payload_len = (uint32_t)ulpdu_len - rx->hdr_len;
 	rc = ddp_rx_target(&rx->ddp, &rx->h, rx->payload_len, &rx->dst, err);
 	if (rc < 0)
-		return rc;
+		return -EPROTO; /* the triple is in err; the resolver's errno is not ours */
 	rx->hdr_done = true;
 	return 0;
 }

@@ -29,6 +29,11 @@ san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_check "$top/build-asan" CFLAGS="-O1 -g $san" LDFLAGS="$san"
 
+echo "== short fuzz run (libFuzzer, each harness ${FUZZ_SECONDS:-30} s) =="
+rc=0
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_JOBS="$(nproc)" FUZZ_BUILD="$top/build-fuzz" "$top/scripts/fuzz.sh" || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 77 ] || exit 1   # 77: no clang/libFuzzer
+
 echo "== make distcheck =="
 make -C "$top/build" -s distcheck
 

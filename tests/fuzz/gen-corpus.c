@@ -1,0 +1,430 @@
+/* Writes the seed corpora in tests/fuzz/corpus/ from real frames: the siw
+ * vectors of tests/test-mpa-frame.c and tests/test-iw-stream.c, and streams
+ * the project's own encoders produce (iw_tx over a capture buffer, as
+ * tests/test-iw-stream.c does).  Built and run by `scripts/fuzz.sh
+ * --gen-corpus`; the output is committed, so this only runs when the input
+ * formats of the harnesses change.
+ *
+ *   gen-corpus OUTDIR      (creates and fills one OUTDIR/NAME per harness) */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "iwarp/iw_stream.h"
+
+static const char *outdir;
+static unsigned nfiles;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "gen-corpus: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static size_t hex(const char *h, uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+
+	while (*h) {
+		while (*h == ' ')
+			h++;
+		if (!h[0] || !h[1])
+			break;
+		unsigned v;
+		if (sscanf(h, "%2x", &v) != 1 || n >= cap)
+			abort();
+		buf[n++] = (uint8_t)v;
+		h += 2;
+	}
+	return n;
+}
+
+static void put(const char *harness, const char *name, const uint8_t *a, size_t alen,
+		const uint8_t *b, size_t blen)
+{
+	char p[1024];
+
+	snprintf(p, sizeof(p), "%s/%s", outdir, harness);
+	if (mkdir(p, 0755) != 0 && errno != EEXIST)
+		die(p);
+	snprintf(p, sizeof(p), "%s/%s/%s", outdir, harness, name);
+	FILE *f = fopen(p, "wb");
+	if (!f)
+		die(p);
+	if ((alen && fwrite(a, 1, alen, f) != alen) || (blen && fwrite(b, 1, blen, f) != blen))
+		die(p);
+	if (fclose(f) != 0)
+		die(p);
+	nfiles++;
+}
+
+/* ---- MPA Request/Reply frames -------------------------------------------- */
+
+/* tests/test-mpa-frame.c: the frames siw sent and received */
+static const struct {
+	const char *name, *hex;
+} rr_vecs[] = {
+	{ "init-rev2-crc0-req", "4d504120494420526571204672616d651002000400010001" },
+	{ "init-rev2-crc0-rep", "4d504120494420526570204672616d651002000400010001" },
+	{ "init-rev2-crc1-req", "4d504120494420526571204672616d655002000400010001" },
+	{ "init-rev2-crc1-rep", "4d504120494420526570204672616d655002000400010001" },
+	{ "init-rev1-crc0-req", "4d504120494420526571204672616d6500010000" },
+	{ "init-rev1-crc1-req", "4d504120494420526571204672616d6540010000" },
+	{ "init-rev1-crc1-rep", "4d504120494420526570204672616d6540010000" },
+	{ "init-rev2-p2p-req", "4d504120494420526571204672616d65100200048001c001" },
+	{ "init-rev2-p2p-rep", "4d504120494420526570204672616d651002000480018001" },
+	{ "init-rev2-gso-req", "4d504120494420526571204672616d651802000400010001" },
+	{ "init-rev2-rejected-rep", "4d504120494420526570204672616d653002000400010001" },
+	{ "resp-rev2-markers-req", "4d504120494420526571204672616d659002000400010001" },
+	{ "resp-rev2-markers-rep", "4d504120494420526570204672616d653002000400000000" },
+	{ "resp-rev2-pdata8-req", "4d504120494420526571204672616d651002000c000100010102030405060708" },
+	{ "resp-rev2-pdata8-rep", "4d504120494420526570204672616d651002000400010001" },
+	{ "resp-rev2-ird16-ord16-req", "4d504120494420526571204672616d651002000400100010" },
+	{ "resp-rev2-ird16-ord16-rep", "4d504120494420526570204672616d651002000400100010" },
+	{ "resp-rev2-crc-strict-rep", "4d504120494420526570204672616d653002000400000000" },
+	{ "resp-rev2-noenh-req", "4d504120494420526571204672616d6500020000" },
+	{ "resp-rev2-p2p-read-req", "4d504120494420526571204672616d651002000480014001" },
+};
+
+static void gen_mpa_frame(void)
+{
+	static const uint8_t sels[] = { 0x00, 0x21, 0xe6 };
+
+	for (size_t i = 0; i < sizeof(rr_vecs) / sizeof(rr_vecs[0]); i++) {
+		uint8_t f[600];
+		size_t n = hex(rr_vecs[i].hex, f, sizeof(f));
+
+		for (size_t s = 0; s < sizeof(sels); s++) {
+			char name[128];
+			snprintf(name, sizeof(name), "%s-sel%02x", rr_vecs[i].name, sels[s]);
+			put("fuzz-mpa-frame", name, &sels[s], 1, f, n);
+		}
+	}
+	/* frames our encoder builds: P2P with every RTR, private data, rev 1 */
+	for (unsigned v = 0; v < 6; v++) {
+		struct mpa_prefs p;
+		struct mpa_frame req;
+		uint8_t pd[40], f[600], sel = (uint8_t)(v * 0x2b);
+
+		memset(pd, 'a' + (int)v, sizeof(pd));
+		mpa_prefs_default(&p);
+		p.rev = v == 5 ? 1 : 2;
+		p.p2p = v & 1;
+		p.rtr_mask = (uint8_t)(v & MPA_RTR_ALL);
+		p.crc = v & 2;
+		p.markers_rx = v == 4;
+		p.ird = (uint16_t)(v * 3);
+		p.ord = (uint16_t)(16 - v);
+		p.pdata = pd;
+		p.pdata_len = (uint16_t)(v * 8);
+		mpa_request_build(&p, &req);
+		ssize_t n = mpa_frame_encode(&req, f, sizeof(f));
+		char name[64];
+		snprintf(name, sizeof(name), "built-req-%u", v);
+		put("fuzz-mpa-frame", name, &sel, 1, f, (size_t)n);
+
+		struct mpa_frame rep;
+		struct mpa_agreed a;
+		struct xs_err e;
+		mpa_respond(&p, &req, &rep, &a, &e);
+		n = mpa_frame_encode(&rep, f, sizeof(f));
+		snprintf(name, sizeof(name), "built-rep-%u", v);
+		put("fuzz-mpa-frame", name, &sel, 1, f, (size_t)n);
+	}
+}
+
+/* ---- FPDU streams from iw_tx ---------------------------------------------- */
+
+struct capture {
+	uint8_t buf[16384];
+	size_t len;
+};
+
+static int capture_write(void *ctx, const struct iovec *iov, int cnt, size_t len)
+{
+	struct capture *c = ctx;
+
+	if (c->len + len > sizeof(c->buf))
+		return -ENOSPC;
+	for (int i = 0; i < cnt; i++) {
+		memcpy(c->buf + c->len, iov[i].iov_base, iov[i].iov_len);
+		c->len += iov[i].iov_len;
+	}
+	return 0;
+}
+
+/* A mixed stream: Sends (one segmented), a Write to each region the
+ * fuzz-rdmap-rx owner registers, a Read Request, a Terminate. */
+static void stream_mix(struct capture *c, bool markers, bool crc, size_t mulpdu, unsigned kind)
+{
+	struct iw_tx tx;
+	uint8_t pay[600];
+
+	for (size_t i = 0; i < sizeof(pay); i++)
+		pay[i] = (uint8_t)('A' + i % 26);
+	c->len = 0;
+	if (iw_tx_init(&tx, markers, crc, mulpdu, capture_write, c) != 0)
+		abort();
+	struct iovec v16 = { pay, 16 }, v64 = { pay, 64 }, v1 = { pay, 1 }, v0 = { pay, 0 };
+	struct rdmap_read_req rr = { .sink_stag = 0x0a0b0c0d, .sink_to = 0x10000, .size = 64,
+				     .src_stag = 0xe003ac00, .src_to = 0x5587ce6d9370 };
+	struct rdmap_term t = { .cause = { XS_LAYER_DDP, DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG },
+				.m = true, .d = true, .ddp_seg_len = 0x2e, .ddp_hdr_len = 14 };
+	uint8_t th[14] = { 0xc1, 0x40, 0, 0, 0xbe, 0xef, 0, 0, 0, 0, 0, 1, 0, 0 };
+	memcpy(t.ddp_hdr, th, sizeof(th));
+
+	switch (kind) {
+	case 0: /* Sends of 16, 64 (segmented when mulpdu is small), 1, 0 */
+		iw_tx_send(&tx, RDMAP_OP_SEND, 0, &v16, 1);
+		iw_tx_send(&tx, RDMAP_OP_SEND_SE, 0, &v64, 1);
+		iw_tx_send(&tx, RDMAP_OP_SEND_INV, 0x1234, &v1, 1);
+		iw_tx_send(&tx, RDMAP_OP_SEND_SE_INV, 0x1234, &v0, 1);
+		break;
+	case 1: /* Writes and a Read Response */
+		iw_tx_tagged(&tx, RDMAP_OP_WRITE, 0x0a0b0c0d, 0x10000, &v64, 1);
+		iw_tx_tagged(&tx, RDMAP_OP_READ_RESP, 0x77, 0x100000, &v16, 1);
+		iw_tx_tagged(&tx, RDMAP_OP_WRITE, 0x77, 0x100010, &v0, 1);
+		break;
+	case 2: /* Read Request, Terminate (with D and R) */
+		iw_tx_read_req(&tx, &rr);
+		t.r = true;
+		rdmap_read_req_encode(&rr, t.rdmap_hdr);
+		t.rdmap_hdr_len = RDMAP_READ_REQ_LEN;
+		iw_tx_terminate(&tx, &t);
+		break;
+	default: { /* a long Send crossing several Markers, then a Write */
+		struct iovec vl = { pay, sizeof(pay) };
+		iw_tx_send(&tx, RDMAP_OP_SEND, 0, &vl, 1);
+		iw_tx_tagged(&tx, RDMAP_OP_WRITE, 0x0a0b0c0d, 0x10020, &v16, 1);
+		break;
+	}
+	}
+}
+
+/* tests/test-iw-stream.c: what siw sent (two Sends and a Read Response) */
+static const char *siw_crc1 =
+	"00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 55 87 ce 6d 93 70 e0 03 ac 00"
+	"00 00 00 40 43 fd ef d7"
+	"00 4e c1 42 0a 0b 0c 0d 00 00 00 00 00 01 00 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 42 43"
+	"44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f 60 61 62 63"
+	"64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 48 80 b2 72"
+	"00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 55 87 ce 6d 95 50 e1 92 60 00"
+	"00 00 00 40 1e ce 3e 12";
+static const char *siw_crc0 =
+	"00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 55 8f 38 e0 0d 50 02 e5 57 00"
+	"00 00 00 40 00 00 00 00"
+	"00 4e c1 42 0a 0b 0c 0d 00 00 00 00 00 01 00 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 42 43"
+	"44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f 60 61 62 63"
+	"64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 00 00 00 00"
+	"00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 55 8f 38 e0 0f 30 01 ba 29 00"
+	"00 00 00 40 00 00 00 00";
+
+static void gen_mpa_rx(void)
+{
+	static struct capture c;
+	char name[128];
+
+	for (unsigned kind = 0; kind < 4; kind++)
+		for (unsigned m = 0; m < 2; m++)
+			for (unsigned crc = 0; crc < 2; crc++) {
+				size_t mulpdu = kind == 0 ? 40 : mpa_mulpdu(1460, m);
+				stream_mix(&c, m, crc, mulpdu, kind);
+				/* chunking: whole, one octet, pattern, direct */
+				uint8_t cfg[8] = { (uint8_t)(m | crc << 1 | (kind & 3) << 2 | (kind == 3) << 4),
+						   0, 0, 0, 0, 0, 7, 13 };
+				snprintf(name, sizeof(name), "iwtx-k%u-m%u-c%u", kind, m, crc);
+				put("fuzz-mpa-rx", name, cfg, 8, c.buf, c.len);
+				if (m && kind == 3) {
+					/* resync: the stream from inside the first FPDU on,
+					 * at its real stream position (start = 4 * 75) */
+					cfg[3] = 0;
+					cfg[4] = 75;
+					snprintf(name, sizeof(name), "resync-k%u-c%u", kind, crc);
+					put("fuzz-mpa-rx", name, cfg, 8, c.buf + 300, c.len - 300);
+				}
+			}
+	uint8_t w[512];
+	size_t n = hex(siw_crc1, w, sizeof(w));
+	uint8_t cfg1[8] = { 0x02, 0, 0, 0, 0, 0, 3, 5 };
+	put("fuzz-mpa-rx", "siw-crc1", cfg1, 8, w, n);
+	n = hex(siw_crc0, w, sizeof(w));
+	uint8_t cfg0[8] = { 0x04, 0, 0, 0, 0, 0, 3, 5 };
+	put("fuzz-mpa-rx", "siw-crc0", cfg0, 8, w, n);
+}
+
+static void gen_rdmap_rx(void)
+{
+	static struct capture c;
+	char name[128];
+
+	/* raw streams (modes 0 and 1) as iw_tx writes them */
+	for (unsigned kind = 0; kind < 4; kind++)
+		for (unsigned m = 0; m < 2; m++)
+			for (unsigned crc = 0; crc < 2; crc++) {
+				stream_mix(&c, m, crc, kind == 0 ? 60 : mpa_mulpdu(1460, m), kind);
+				uint8_t cfg[4] = { (uint8_t)(crc | m << 2 | (kind & 3) << 3), 9, 4, 0 };
+				snprintf(name, sizeof(name), "iwtx-k%u-m%u-c%u", kind, m, crc);
+				put("fuzz-rdmap-rx", name, cfg, 4, c.buf, c.len);
+			}
+	uint8_t w[512];
+	size_t n = hex(siw_crc1, w, sizeof(w));
+	uint8_t cfg1[4] = { 0x01, 0, 4, 0 };
+	put("fuzz-rdmap-rx", "siw-crc1", cfg1, 4, w, n);
+	n = hex(siw_crc0, w, sizeof(w));
+	uint8_t cfg0[4] = { 0x18, 5, 4, 0 };
+	put("fuzz-rdmap-rx", "siw-crc0", cfg0, 4, w, n);
+
+	/* modes 2 and 3: the same messages as length-prefixed ULPDUs: take
+	 * the CRC-off, marker-free streams apart (ULPDU_LENGTH, ULPDU, pad,
+	 * 4 octets of CRC) */
+	for (unsigned kind = 0; kind < 4; kind++) {
+		stream_mix(&c, false, false, kind == 0 ? 60 : 1200, kind);
+		uint8_t out[16384];
+		size_t o = 0, i = 0;
+		while (i + 2 <= c.len) {
+			size_t u = (size_t)c.buf[i] << 8 | c.buf[i + 1];
+			memcpy(out + o, c.buf + i, 2 + u);
+			o += 2 + u;
+			i += 2 + u + mpa_pad_len(u) + MPA_CRC_LEN;
+		}
+		for (unsigned m = 0; m < 2; m++) {
+			uint8_t cfg[4] = { (uint8_t)(2 + (kind & 1) | m << 2 | (kind >> 1) << 4), 6, 4, 0 };
+			snprintf(name, sizeof(name), "ulpdus-k%u-m%u", kind, m);
+			put("fuzz-rdmap-rx", name, cfg, 4, out, o);
+		}
+	}
+}
+
+/* ---- DDP segment records ---------------------------------------------------- */
+
+struct rec {
+	uint8_t b[8192];
+	size_t n;
+};
+
+static void rec_seg(struct rec *r, const struct ddp_hdr *h, const uint8_t *p, uint16_t len, bool place)
+{
+	r->b[r->n++] = place ? 4 : 0;
+	r->n += ddp_hdr_encode(h, r->b + r->n);
+	r->b[r->n++] = (uint8_t)(len >> 8);
+	r->b[r->n++] = (uint8_t)len;
+	memcpy(r->b + r->n, p, len);
+	r->n += len;
+}
+
+/* a message split by ddp_seg into mulpdu-sized segments, optionally in
+ * reverse order */
+static void rec_msg(struct rec *r, const struct ddp_hdr *tmpl, size_t len, size_t mulpdu, bool rev)
+{
+	struct ddp_segmenter s;
+	struct ddp_hdr hs[64];
+	size_t offs[64], lens[64], k = 0;
+	uint8_t pay[1024];
+
+	for (size_t i = 0; i < sizeof(pay); i++)
+		pay[i] = (uint8_t)i;
+	if (ddp_seg_init(&s, tmpl, len, mulpdu) != 0)
+		abort();
+	while (k < 64 && ddp_seg_next(&s, &hs[k], &offs[k], &lens[k]))
+		k++;
+	for (size_t j = 0; j < k; j++) {
+		size_t i = rev ? k - 1 - j : j;
+		rec_seg(r, &hs[i], pay + offs[i], (uint16_t)lens[i], (i & 1) != 0);
+	}
+}
+
+static void gen_ddp_place(void)
+{
+	static struct rec r;
+	/* c0 = 0x3f: 3 buffers on each queue (sizes 64/28/0, 28/0/300, 0/300/64);
+	 * c1/c2: region sizes 256 / 400; c3: queue depths; MSN start 1 */
+	const uint8_t cfg[8] = { 0x3f, 0xff, 100, 0xff, 0, 0, 0, 1 };
+	struct ddp_hdr u = { .dv = DDP_VERSION, .rsvdulp = 0x43, .qn = 0, .msn = 1 };
+	struct ddp_hdr t = { .tagged = true, .dv = DDP_VERSION, .rsvdulp = 0x40, .stag = 0x100 };
+
+	for (unsigned v = 0; v < 6; v++) {
+		r.n = 0;
+		memcpy(r.b, cfg, 8);
+		r.n = 8;
+		switch (v) {
+		case 0: /* Sends on QN 0 in order, then deliver */
+			rec_msg(&r, &u, 64, 18 + 20, false);
+			u.msn = 2;
+			rec_msg(&r, &u, 28, 18 + 28, false);
+			r.b[r.n++] = 1; /* deliver QN 0 */
+			break;
+		case 1: /* out of order: MSN 2 before MSN 1, segments reversed */
+			u.msn = 2;
+			rec_msg(&r, &u, 20, 18 + 7, true);
+			u.msn = 1;
+			rec_msg(&r, &u, 64, 18 + 9, true);
+			r.b[r.n++] = 1;
+			break;
+		case 2: /* Read Request sized messages on QN 1, Terminate on QN 2 */
+			u.qn = 1;
+			u.msn = 1;
+			u.rsvdulp = 0x41;
+			rec_msg(&r, &u, 28, 100, false);
+			r.b[r.n++] = 1 | 1 << 2;
+			u.qn = 2;
+			u.rsvdulp = 0x47;
+			rec_msg(&r, &u, 0, 100, false);
+			r.b[r.n++] = 1 | 2 << 2;
+			break;
+		case 3: /* Writes to each region, segmented */
+			rec_msg(&r, &t, 200, 14 + 50, false);
+			t.stag = 0x200;
+			t.to = 0x10000 + 16;
+			rec_msg(&r, &t, 100, 14 + 33, true);
+			t.stag = 0x300;
+			t.to = UINT64_MAX - 511;
+			rec_msg(&r, &t, 511, 14 + 200, false);
+			break;
+		case 4: /* partial message, flush, repost, send again */
+			u.qn = 0;
+			u.msn = 1;
+			u.rsvdulp = 0x43;
+			u.mo = 8;
+			rec_seg(&r, &u, (const uint8_t *)"abcdefgh", 8, false);
+			u.mo = 0;
+			r.b[r.n++] = 2; /* flush QN 0 */
+			r.b[r.n++] = 3; /* post on QN 0 ... */
+			r.b[r.n++] = 40; /* ... 120 octets */
+			u.msn = 2;
+			rec_msg(&r, &u, 64, 64, false);
+			r.b[r.n++] = 1;
+			break;
+		default: /* duplicates and overlaps */
+			u.qn = 0;
+			u.msn = 1;
+			rec_msg(&r, &u, 64, 18 + 16, false);
+			rec_msg(&r, &u, 64, 18 + 24, true);
+			r.b[r.n++] = 1;
+			break;
+		}
+		char name[32];
+		snprintf(name, sizeof(name), "segs-%u", v);
+		put("fuzz-ddp-place", name, r.b, r.n, NULL, 0);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: gen-corpus OUTDIR\n");
+		return 2;
+	}
+	outdir = argv[1];
+	if (mkdir(outdir, 0755) != 0 && errno != EEXIST)
+		die(outdir);
+	gen_mpa_frame();
+	gen_mpa_rx();
+	gen_ddp_place();
+	gen_rdmap_rx();
+	printf("gen-corpus: %u files in %s\n", nfiles, outdir);
+	return 0;
+}

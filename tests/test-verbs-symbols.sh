@@ -1,0 +1,28 @@
+#!/bin/sh
+# libiwarp exports the verbs entry points under rdma-core's version nodes
+# (a preload is only used if the versions match: see /work/shared/notes).
+so="${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so"
+command -v nm >/dev/null 2>&1 || exit 77
+[ -f "$so" ] || { echo "no $so"; exit 99; }
+syms=$(nm -D --defined-only --with-symbol-versions "$so") || exit 99
+fail=0
+for s in ibv_get_device_list@@IBVERBS_1.1 ibv_open_device@@IBVERBS_1.1 \
+	ibv_query_port@@IBVERBS_1.1 ibv_reg_mr@@IBVERBS_1.1 ibv_dereg_mr@@IBVERBS_1.1 \
+	ibv_create_qp@@IBVERBS_1.1 ibv_modify_qp@@IBVERBS_1.1 ibv_get_cq_event@@IBVERBS_1.1 \
+	ibv_create_comp_channel@@IBVERBS_1.0 ibv_rate_to_mult@@IBVERBS_1.0 \
+	ibv_read_sysfs_file@@IBVERBS_1.0 ibv_get_device_index@@IBVERBS_1.5 \
+	ibv_qp_to_qp_ex@@IBVERBS_1.6 ibv_reg_mr_iova@@IBVERBS_1.7 \
+	ibv_reg_mr_iova2@@IBVERBS_1.8 ibv_query_gid_type@@IBVERBS_PRIVATE_34; do
+	if ! printf '%s\n' "$syms" | grep -q " T $s\$"; then
+		echo "missing export: $s"
+		fail=1
+	fi
+done
+# internals stay hidden
+for s in xs_mr_resolve xs_cq_push xs_qp_bind_conn xs_poll_cq; do
+	if printf '%s\n' "$syms" | grep -q " $s@"; then
+		echo "internal symbol exported: $s"
+		fail=1
+	fi
+done
+exit $fail

@@ -1,0 +1,153 @@
+/* A fake engine for the verbs object tests: the xs_conn_* calls of
+ * verbs/xs_internal.h record what the QP asked for, and helpers drive the
+ * QP's upcalls as the engine would (placing through the real DDP code). */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "tests/xs_conn_stub.h"
+
+int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
+		   struct ddp_queue *q_send, struct ddp_queue *q_readreq, struct ddp_queue *q_term)
+{
+	c->ops = ops;
+	c->qp = qp;
+	ddp_rx_init(&c->rx, NULL, NULL);
+	ddp_rx_add_queue(&c->rx, q_send);
+	ddp_rx_add_queue(&c->rx, q_readreq);
+	ddp_rx_add_queue(&c->rx, q_term);
+	for (int i = 0; i < 3; i++)
+		c->msn[i] = 1;
+	return c->fail_attach;
+}
+
+void xs_conn_rx_lock(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->rx_lock);
+}
+
+void xs_conn_rx_unlock(struct xs_conn *c)
+{
+	pthread_mutex_unlock(&c->rx_lock);
+}
+
+static void record(struct xs_conn *c, const struct iovec *iov, int cnt)
+{
+	c->len = 0;
+	for (int i = 0; i < cnt; i++) {
+		if (c->len + iov[i].iov_len <= sizeof(c->data))
+			memcpy(c->data + c->len, iov[i].iov_base, iov[i].iov_len);
+		c->len += iov[i].iov_len;
+	}
+}
+
+int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
+		 const struct iovec *iov, int cnt)
+{
+	if (c->fail_tx)
+		return -EPIPE;
+	c->nsend++;
+	c->last_op = op;
+	c->last_inv = inv_stag;
+	record(c, iov, cnt);
+	return 0;
+}
+
+int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
+		   const struct iovec *iov, int cnt)
+{
+	if (c->fail_tx)
+		return -EPIPE;
+	c->ntagged++;
+	c->last_op = op;
+	c->last_stag = stag;
+	c->last_to = to;
+	record(c, iov, cnt);
+	return 0;
+}
+
+int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
+{
+	if (c->fail_tx)
+		return -EPIPE;
+	c->nreadreq++;
+	c->last_rr = *rr;
+	return 0;
+}
+
+int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
+{
+	c->nterm++;
+	c->last_term = *t;
+	return 0;
+}
+
+int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
+		      const uint8_t *src, uint32_t len)
+{
+	c->nreadresp++;
+	c->resp_sink = sink_stag;
+	c->resp_to = sink_to;
+	c->resp_src = src;
+	c->resp_len = len;
+	return 0;
+}
+
+void xs_conn_disconnect(struct xs_conn *c)
+{
+	c->disconnected++;
+}
+
+void xs_conn_put(struct xs_conn *c)
+{
+	c->puts++;
+}
+
+/* ---- driving the upcalls ---------------------------------------------------- */
+
+int stub_untagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t qn, uint32_t inv,
+		  const void *payload, uint32_t len, struct xs_err *err)
+{
+	struct ddp_hdr h = {
+		.tagged = false,
+		.last = true,
+		.dv = DDP_VERSION,
+		.rsvdulp = rdmap_ctrl_encode(op),
+		.rsvdulp2 = inv,
+		.qn = qn,
+		.msn = c->msn[qn]++,
+		.mo = 0,
+	};
+	struct ddp_delivery d;
+	int rc;
+
+	pthread_mutex_lock(&c->rx_lock);
+	rc = ddp_rx_place(&c->rx, &h, payload, len, err);
+	while (rc == 0 && ddp_queue_deliver(c->rx.queues[qn], &d) == 1)
+		c->ops->deliver(c->qp, op, qn, &d);
+	pthread_mutex_unlock(&c->rx_lock);
+	return rc;
+}
+
+int stub_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
+		const void *payload, uint32_t len, struct xs_err *err)
+{
+	struct ddp_hdr h = { .tagged = true, .last = true, .dv = DDP_VERSION, .stag = stag, .to = to };
+	uint8_t *dst;
+	int rc;
+
+	pthread_mutex_lock(&c->rx_lock);
+	rc = c->ops->resolve(c->qp, op, stag, to, len, &dst, err);
+	if (rc == 0) {
+		memcpy(dst, payload, len);
+		c->ops->tagged_last(c->qp, op, &h);
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	return rc;
+}
+
+void stub_fail(struct xs_conn *c, bool local, const struct xs_err *err)
+{
+	c->ops->failed(c->qp, local, err);
+}

@@ -1,0 +1,39 @@
+# Shell helpers for the tests that run unmodified rdma-core tools under
+# xsock-run.  Sourced; needs XS_TOP_BUILDDIR.
+XS_RUN=${XS_TOP_BUILDDIR:-.}/tools/xsock-run
+
+# A TCP port nobody listens on (the kernel picks it).
+xs_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Wait (bounded, 10 s) until something listens on TCP port $1.
+xs_wait_listen() {
+    hex=$(printf '%04X' "$1")
+    i=0
+    while ! grep -q ":$hex [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+# Kill a background job if it is still there (bounded cleanup).
+xs_reap() {
+    for p in "$@"; do
+        kill "$p" 2>/dev/null && sleep 0.2 && kill -9 "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    return 0
+}
+
+# In a sanitizer build libiwarp needs the ASan runtime loaded first.
+xs_lib=${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so.0
+if command -v ldd >/dev/null 2>&1 && ldd "$xs_lib" 2>/dev/null | grep -q libasan; then
+    LD_PRELOAD=$(ldd "$xs_lib" | awk '/libasan/ {print $3}')
+    export LD_PRELOAD
+    # the tools themselves are not ours: their leaks are not checked here
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+    export ASAN_OPTIONS
+fi

@@ -1,0 +1,1690 @@
+/* The connection manager: librdmacm's rdma_* calls (rdma-core 44 ABI) over
+ * the engine's TCP + MPA handshakes (xs_internal.h).
+ *
+ * Objects: a channel (struct cm_chan) is a FIFO of events plus an eventfd
+ * that is readable exactly while the FIFO is non-empty; an id (struct cm_id)
+ * wraps the application's struct rdma_cm_id.  Engine upcalls (accept,
+ * connect, closed) run on the engine thread; they take the id's lock, check
+ * that the id still lives, and queue events under the channel's lock (order:
+ * id lock, then channel lock).  No lock is held while calling into the
+ * engine: its calls may wait for the engine thread, which may be waiting for
+ * our lock in an upcall.
+ *
+ * Event statuses (iWARP conventions of the kernel's iw_cm/siw, negative errno):
+ *   MPA Reply with R=1 (peer called rdma_reject or refused the negotiation)
+ *       REJECTED, status -ECONNRESET, private data = the Reply's (siw reports
+ *       a reject as -ECONNRESET; iw_cm maps it to REJECTED)
+ *   TCP connection refused (no listener)
+ *       REJECTED, status -ECONNREFUSED (siw fails rdma_connect itself with
+ *       ECONNREFUSED; our connect is asynchronous, and iw_cm maps
+ *       -ECONNREFUSED to REJECTED)
+ *   TCP RST during the handshake: REJECTED, -ECONNRESET
+ *   -ETIMEDOUT, -EHOSTUNREACH, -ENETUNREACH: UNREACHABLE with that status
+ *   anything else (e.g. -EPROTO, a bad Reply): CONNECT_ERROR with the status
+ *   DISCONNECTED: status 0, exactly once per connected id (local
+ *       rdma_disconnect or the connection's end, whichever comes first).
+ * IRD/ORD in events: CONNECT_REQUEST carries the initiator's numbers as the
+ * acceptor should use them (responder_resources = peer ORD, initiator_depth =
+ * peer IRD; legacy peers without the RFC 6581 header: 1/1); ESTABLISHED
+ * carries the agreement (responder_resources = our IRD, initiator_depth = our
+ * ORD).  conn_param values of RDMA_MAX_RESP_RES/RDMA_MAX_INIT_DEPTH (0xff)
+ * mean the device maximum; any value above XS_MAX_IRD/ORD is capped at it
+ * (librdmacm would fail with EINVAL for 129..254; capping is friendlier).
+ *
+ * Not supported: RDMA_PS_UDP/IB/IPOIB (EOPNOTSUPP), multicast, SRQ creation
+ * through the CM (not exported), ECE. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "verbs/xs_internal.h"
+
+#define CM_PDATA_MAX 255 /* rdma_conn_param.private_data_len is a uint8_t */
+
+/* ---- channels ---------------------------------------------------------------- */
+
+struct cm_event {
+	struct rdma_cm_event ev; /* first: the application holds &ev */
+	struct cm_event *next;
+	uint8_t pdata[CM_PDATA_MAX];
+};
+
+struct cm_chan {
+	struct rdma_event_channel ch; /* first: the application holds &ch */
+	pthread_mutex_t lock;
+	struct cm_event *head, *tail;
+	bool destroyed;
+	struct cm_chan *grave_next;
+};
+
+/* Destroyed channels are kept until exit: rping's CM thread may come back
+ * to rdma_get_cm_event after main destroyed the channel, and must then
+ * find memory that is still a (dead) channel, not freed memory. */
+static struct cm_chan *chan_graveyard;
+static pthread_mutex_t chan_graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+__attribute__((destructor)) static void chan_graveyard_free(void)
+{
+	pthread_mutex_lock(&chan_graveyard_lock);
+	while (chan_graveyard) {
+		struct cm_chan *c = chan_graveyard;
+		chan_graveyard = c->grave_next;
+		free(c);
+	}
+	pthread_mutex_unlock(&chan_graveyard_lock);
+}
+
+static struct cm_chan *chan_of(struct rdma_event_channel *ch)
+{
+	return (struct cm_chan *)ch;
+}
+
+static struct cm_chan *chan_new(void)
+{
+	struct cm_chan *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	/* Blocking eventfd: O_NONBLOCK stays the application's choice, and
+	 * we only read it when it is known to be non-zero. */
+	c->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+/* Keep the eventfd readable exactly while events are queued (chan locked). */
+static void chan_fd_set(struct cm_chan *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->ch.fd, &one, sizeof(one)) < 0)
+		xs_log("cm: eventfd write: %d\n", errno);
+}
+
+static void chan_fd_clear(struct cm_chan *c)
+{
+	uint64_t v;
+
+	if (read(c->ch.fd, &v, sizeof(v)) < 0)
+		xs_log("cm: eventfd read: %d\n", errno);
+}
+
+static void chan_push_locked(struct cm_chan *c, struct cm_event *e)
+{
+	e->next = NULL;
+	if (c->tail)
+		c->tail->next = e;
+	else {
+		c->head = e;
+		chan_fd_set(c);
+	}
+	c->tail = e;
+}
+
+static void chan_push(struct cm_chan *c, struct cm_event *e)
+{
+	pthread_mutex_lock(&c->lock);
+	chan_push_locked(c, e);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Next event; waits unless the application set O_NONBLOCK.  The wait is a
+ * poll on the fd, outside the lock, like librdmacm's blocking read: rping
+ * destroys the channel while its CM thread still waits in
+ * rdma_get_cm_event, and exits (a condition variable would hang there). */
+static struct cm_event *chan_pop(struct cm_chan *c, bool honour_nonblock)
+{
+	struct cm_event *e;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->head) {
+		struct pollfd p = { .fd = c->ch.fd, .events = POLLIN };
+
+		if (c->destroyed) {
+			/* like a read() already blocked on librdmacm's fd when the
+			 * channel is destroyed: no event ever comes */
+			pthread_mutex_unlock(&c->lock);
+			for (;;)
+				pause();
+		}
+		if (honour_nonblock && (fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)) {
+			pthread_mutex_unlock(&c->lock);
+			errno = EAGAIN;
+			return NULL;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return NULL;
+		pthread_mutex_lock(&c->lock);
+	}
+	e = c->head;
+	c->head = e->next;
+	if (!c->head) {
+		c->tail = NULL;
+		chan_fd_clear(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	e->next = NULL;
+	return e;
+}
+
+/* Unlink the events that mention id (as id or as listen_id) into *out,
+ * in order.  Channel locked. */
+static void chan_take_locked(struct cm_chan *c, const struct rdma_cm_id *id, struct cm_event **out)
+{
+	struct cm_event **pp = &c->head, *e, *last = NULL;
+	struct cm_event **op = out;
+
+	while (*op)
+		op = &(*op)->next;
+	while ((e = *pp)) {
+		if (e->ev.id == id || e->ev.listen_id == id) {
+			*pp = e->next;
+			e->next = NULL;
+			*op = e;
+			op = &e->next;
+		} else {
+			last = e;
+			pp = &e->next;
+		}
+	}
+	c->tail = last;
+}
+
+static void chan_take(struct cm_chan *c, const struct rdma_cm_id *id, struct cm_event **out)
+{
+	bool was = false;
+
+	pthread_mutex_lock(&c->lock);
+	was = c->head != NULL;
+	chan_take_locked(c, id, out);
+	if (was && !c->head)
+		chan_fd_clear(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void chan_free(struct cm_chan *c)
+{
+	struct cm_event *e;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	while ((e = c->head)) {
+		c->head = e->next;
+		free(e);
+	}
+	c->tail = NULL;
+	c->destroyed = true;
+	close(c->ch.fd);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&chan_graveyard_lock);
+	c->grave_next = chan_graveyard;
+	chan_graveyard = c;
+	pthread_mutex_unlock(&chan_graveyard_lock);
+}
+
+XS_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cm_chan *c = chan_new();
+
+	return c ? &c->ch : NULL;
+}
+
+XS_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (channel)
+		chan_free(chan_of(channel));
+}
+
+/* ---- ids --------------------------------------------------------------------- */
+
+enum cm_state {
+	CM_IDLE,
+	CM_BOUND,
+	CM_ADDR, /* address resolved */
+	CM_ROUTE, /* route resolved */
+	CM_LISTEN,
+	CM_CONNECTING, /* rdma_connect issued, waiting for the engine */
+	CM_REQ, /* passive child: request received, not yet accepted/rejected */
+	CM_ACCEPTING, /* rdma_accept in progress */
+	CM_CONNECTED,
+	CM_DISCONNECTED,
+	CM_FAILED,
+};
+
+struct cm_id {
+	struct rdma_cm_id id; /* first: the application holds &id */
+	pthread_mutex_t lock;
+	int refs; /* atomic: the application's, an outstanding connect, the closed cb */
+	struct cm_chan *chan;
+	bool sync; /* chan is private (created with a NULL channel) */
+	enum cm_state state;
+	bool destroyed;
+	bool disc_queued; /* the one DISCONNECTED went out */
+	bool closed_early; /* the connection ended before ESTABLISHED was queued */
+	bool closed_ref; /* a reference is held for the closed callback */
+	struct xs_listener *listener;
+	/* The connection.  The CM owns it (conn_owned) until xs_qp_bind_conn
+	 * succeeds; from then on the QP holds the reference (ibv_destroy_qp
+	 * disconnects and puts it) and conn is only borrowed for
+	 * rdma_disconnect while the QP exists. */
+	struct xs_conn *conn;
+	bool conn_owned;
+	/* passive child: the initiator's numbers from the MPA Request */
+	uint16_t req_ird, req_ord;
+	bool req_enhanced;
+	/* rdma_connect's private data, alive until the connect callback */
+	uint8_t pdata[XS_MAX_PD_PRIV];
+	/* CQs rdma_create_qp made because the caller gave none */
+	struct ibv_comp_channel *own_sch, *own_rch;
+	struct ibv_cq *own_scq, *own_rcq;
+	/* rdma_create_ep on a passive id: rdma_get_request gives children a QP */
+	bool ep_qp;
+	struct ibv_pd *ep_pd;
+	struct ibv_qp_init_attr ep_attr;
+};
+
+static struct cm_id *cm_of(struct rdma_cm_id *id)
+{
+	return (struct cm_id *)id;
+}
+
+static void cm_get(struct cm_id *c)
+{
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+static void cm_put(struct cm_id *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+	}
+}
+
+static struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context,
+			      enum rdma_port_space ps)
+{
+	struct cm_id *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (!chan) {
+		chan = chan_new();
+		if (!chan) {
+			free(c);
+			return NULL;
+		}
+		sync = true;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	c->refs = 1;
+	c->chan = chan;
+	c->sync = sync;
+	c->state = CM_IDLE;
+	c->id.channel = &chan->ch;
+	c->id.context = context;
+	c->id.ps = ps;
+	c->id.qp_type = IBV_QPT_RC;
+	return c;
+}
+
+static struct cm_event *ev_new(struct cm_id *c, enum rdma_cm_event_type type, int status)
+{
+	struct cm_event *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		xs_log("cm: no memory for an event (%d)\n", type);
+		return NULL;
+	}
+	e->ev.id = &c->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	return e;
+}
+
+static void ev_pdata(struct cm_event *e, const uint8_t *p, size_t len)
+{
+	if (len > CM_PDATA_MAX)
+		len = CM_PDATA_MAX;
+	if (p && len) {
+		memcpy(e->pdata, p, len);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = (uint8_t)len;
+	}
+}
+
+static uint8_t u8cap(uint16_t v)
+{
+	return v > 255 ? 255 : (uint8_t)v;
+}
+
+/* Queue an event for c (c locked, not destroyed). */
+static void cm_queue(struct cm_id *c, struct cm_event *e)
+{
+	if (e)
+		chan_push(c->chan, e);
+}
+
+static void cm_queue_simple(struct cm_id *c, enum rdma_cm_event_type type, int status)
+{
+	cm_queue(c, ev_new(c, type, status));
+}
+
+/* Sync mode: wait for the next event of c's private channel, keep it in
+ * id->event (as librdmacm does, so the caller can read its data) and turn
+ * it into 0 / -1 with errno. */
+static int cm_sync_wait(struct cm_id *c, enum rdma_cm_event_type want)
+{
+	struct cm_event *e = chan_pop(c->chan, false);
+
+	if (c->id.event)
+		free(c->id.event);
+	c->id.event = &e->ev;
+	if (e->ev.event == want && e->ev.status == 0)
+		return 0;
+	if (e->ev.event == RDMA_CM_EVENT_REJECTED)
+		errno = ECONNREFUSED;
+	else if (e->ev.status < 0)
+		errno = -e->ev.status;
+	else if (e->ev.status > 0)
+		errno = e->ev.status;
+	else
+		errno = EINVAL;
+	return -1;
+}
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	if (!sa)
+		return 0;
+	switch (sa->sa_family) {
+	case AF_INET:
+		return sizeof(struct sockaddr_in);
+	case AF_INET6:
+		return sizeof(struct sockaddr_in6);
+	default:
+		return 0;
+	}
+}
+
+static int sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src)
+{
+	socklen_t len = sa_len(src);
+
+	if (!len)
+		return -EAFNOSUPPORT;
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst, src, len);
+	return 0;
+}
+
+static int cm_err(int e)
+{
+	errno = e;
+	return -1;
+}
+
+XS_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
+			     void *context, enum rdma_port_space ps)
+{
+	struct cm_id *c;
+
+	if (!id)
+		return cm_err(EINVAL);
+	/* iWARP is connected only: no UD port spaces */
+	if (ps != RDMA_PS_TCP)
+		return cm_err(EOPNOTSUPP);
+	c = cm_alloc(channel ? chan_of(channel) : NULL, false, context, ps);
+	if (!c)
+		return cm_err(ENOMEM);
+	*id = &c->id;
+	return 0;
+}
+
+static void cm_destroy(struct cm_id *c);
+
+/* Dispose of events taken off a channel for a dying id: pending connect
+ * requests own their (never seen) child ids. */
+static void cm_drop_events(struct cm_id *c, struct cm_event *list)
+{
+	struct cm_event *e;
+
+	while ((e = list)) {
+		list = e->next;
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id == &c->id &&
+		    e->ev.id != &c->id)
+			cm_destroy(cm_of(e->ev.id));
+		free(e);
+	}
+}
+
+static void cm_destroy(struct cm_id *c)
+{
+	struct xs_listener *l;
+	struct xs_conn *conn;
+	struct cm_event *list = NULL;
+	enum cm_state st;
+	bool drop_closed_ref;
+
+	pthread_mutex_lock(&c->lock);
+	c->destroyed = true;
+	l = c->listener;
+	c->listener = NULL;
+	conn = c->conn_owned ? c->conn : NULL;
+	c->conn = NULL;
+	c->conn_owned = false;
+	st = c->state;
+	pthread_mutex_unlock(&c->lock);
+
+	if (l)
+		xs_listener_close(l); /* no accept upcall after this */
+	if (conn) {
+		if (st == CM_REQ)
+			xs_conn_reject(conn, NULL, 0); /* never answered: refuse it */
+		else if (st == CM_CONNECTED)
+			xs_conn_disconnect(conn);
+		xs_conn_put(conn); /* no upcall after this */
+	}
+	/* Only a connection we still own is gone for sure; one the QP holds
+	 * may still report its end, and the callback's reference keeps c
+	 * alive for that (cm_closed_cb ignores destroyed ids). */
+	pthread_mutex_lock(&c->lock);
+	drop_closed_ref = conn && c->closed_ref;
+	if (drop_closed_ref)
+		c->closed_ref = false;
+	pthread_mutex_unlock(&c->lock);
+	if (drop_closed_ref)
+		cm_put(c);
+
+	/* Nothing queues for c any more (destroyed is set): flush its events. */
+	chan_take(c->chan, &c->id, &list);
+	cm_drop_events(c, list);
+	if (c->sync) {
+		free(c->id.event);
+		c->id.event = NULL;
+		chan_free(c->chan);
+	}
+	cm_put(c);
+}
+
+XS_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	if (!id)
+		return cm_err(EINVAL);
+	cm_destroy(cm_of(id));
+	return 0;
+}
+
+/* ---- addresses ----------------------------------------------------------------- */
+
+static int cm_set_verbs(struct cm_id *c)
+{
+	if (!c->id.verbs)
+		c->id.verbs = xs_default_context();
+	if (!c->id.verbs)
+		return -ENODEV;
+	c->id.port_num = 1;
+	return 0;
+}
+
+XS_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct cm_id *c = cm_of(id);
+	int rc;
+
+	if (!id || !addr)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CM_IDLE) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	rc = sa_copy(&id->route.addr.src_storage, addr);
+	if (!rc)
+		rc = cm_set_verbs(c);
+	if (!rc)
+		c->state = CM_BOUND;
+	pthread_mutex_unlock(&c->lock);
+	return rc ? cm_err(-rc) : 0;
+}
+
+static bool sa_is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return true;
+}
+
+/* The source address the kernel would use towards dst (a UDP connect sends
+ * nothing).  -errno when there is no route. */
+static int cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	socklen_t len = sizeof(*src);
+	int fd, rc = 0;
+
+	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, dst, sa_len(dst)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0)
+		rc = -errno;
+	close(fd);
+	if (!rc) {
+		/* the TCP connection picks its own port */
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)src)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)src)->sin6_port = 0;
+	}
+	return rc;
+}
+
+XS_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
+				struct sockaddr *dst_addr, int timeout_ms)
+{
+	struct cm_id *c = cm_of(id);
+	struct sockaddr_storage src;
+	int rc, status = 0;
+
+	(void)timeout_ms;
+	if (!id || !dst_addr || !sa_len(dst_addr))
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CM_IDLE && c->state != CM_BOUND) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	if (src_addr) {
+		rc = sa_copy(&id->route.addr.src_storage, src_addr);
+		if (rc) {
+			pthread_mutex_unlock(&c->lock);
+			return cm_err(-rc);
+		}
+	}
+	sa_copy(&id->route.addr.dst_storage, dst_addr);
+	if (id->route.addr.src_addr.sa_family == AF_UNSPEC ||
+	    (id->route.addr.src_addr.sa_family == dst_addr->sa_family && sa_is_any(&id->route.addr.src_addr))) {
+		in_port_t port = id->route.addr.src_addr.sa_family == AF_INET ? id->route.addr.src_sin.sin_port :
+				 id->route.addr.src_addr.sa_family == AF_INET6 ? id->route.addr.src_sin6.sin6_port : 0;
+
+		rc = cm_route_src(dst_addr, &src);
+		if (!rc) {
+			id->route.addr.src_storage = src;
+			if (src.ss_family == AF_INET)
+				id->route.addr.src_sin.sin_port = port;
+			else
+				id->route.addr.src_sin6.sin6_port = port;
+		} else if (rc == -ENETUNREACH || rc == -EHOSTUNREACH) {
+			status = rc;
+		} else {
+			/* leave the source open; connect will tell */
+			memset(&id->route.addr.src_storage, 0, sizeof(id->route.addr.src_storage));
+			id->route.addr.src_addr.sa_family = dst_addr->sa_family;
+		}
+	}
+	rc = cm_set_verbs(c);
+	if (rc) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(-rc);
+	}
+	if (status == 0)
+		c->state = CM_ADDR;
+	cm_queue_simple(c, status ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, status);
+	pthread_mutex_unlock(&c->lock);
+	if (c->sync)
+		return cm_sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED);
+	return 0;
+}
+
+XS_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct cm_id *c = cm_of(id);
+
+	(void)timeout_ms;
+	if (!id)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CM_ADDR) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	c->state = CM_ROUTE;
+	cm_queue_simple(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	pthread_mutex_unlock(&c->lock);
+	if (c->sync)
+		return cm_sync_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return 0;
+}
+
+static __be16 sa_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_port;
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return 0;
+}
+
+XS_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return sa_port(&id->route.addr.src_addr);
+}
+
+XS_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return sa_port(&id->route.addr.dst_addr);
+}
+
+/* ---- QPs ------------------------------------------------------------------------ */
+
+/* One PD per process for ids whose QP is created without one (librdmacm
+ * keeps one per device too); never freed. */
+static pthread_mutex_t cm_pd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_pd *cm_pd;
+
+static struct ibv_pd *cm_default_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd;
+
+	pthread_mutex_lock(&cm_pd_lock);
+	if (!cm_pd)
+		cm_pd = ibv_alloc_pd(ctx);
+	pd = cm_pd;
+	pthread_mutex_unlock(&cm_pd_lock);
+	return pd;
+}
+
+static void cm_free_own_cqs(struct cm_id *c)
+{
+	if (c->own_scq)
+		ibv_destroy_cq(c->own_scq);
+	if (c->own_rcq)
+		ibv_destroy_cq(c->own_rcq);
+	if (c->own_sch)
+		ibv_destroy_comp_channel(c->own_sch);
+	if (c->own_rch)
+		ibv_destroy_comp_channel(c->own_rch);
+	c->own_scq = c->own_rcq = NULL;
+	c->own_sch = c->own_rch = NULL;
+}
+
+/* rdma_create_qp with no CQs: make a CQ (with its own completion channel)
+ * for each missing one, as librdmacm does. */
+static int cm_make_cqs(struct cm_id *c, struct ibv_cq **scq, struct ibv_cq **rcq,
+		       uint32_t swr, uint32_t rwr)
+{
+	struct ibv_context *ctx = c->id.verbs;
+
+	if (!*rcq) {
+		c->own_rch = ibv_create_comp_channel(ctx);
+		if (!c->own_rch)
+			goto fail;
+		c->own_rcq = ibv_create_cq(ctx, rwr ? (int)rwr : 1, &c->id, c->own_rch, 0);
+		if (!c->own_rcq)
+			goto fail;
+		*rcq = c->own_rcq;
+	}
+	if (!*scq) {
+		c->own_sch = ibv_create_comp_channel(ctx);
+		if (!c->own_sch)
+			goto fail;
+		c->own_scq = ibv_create_cq(ctx, swr ? (int)swr : 1, &c->id, c->own_sch, 0);
+		if (!c->own_scq)
+			goto fail;
+		*scq = c->own_scq;
+	}
+	return 0;
+fail:
+	{
+		int e = errno ? errno : ENOMEM;
+
+		cm_free_own_cqs(c);
+		return -e;
+	}
+}
+
+static void cm_set_qp(struct cm_id *c, struct ibv_qp *qp, struct ibv_pd *pd)
+{
+	pthread_mutex_lock(&c->lock);
+	c->id.qp = qp;
+	c->id.pd = pd;
+	c->id.send_cq = qp->send_cq;
+	c->id.recv_cq = qp->recv_cq;
+	c->id.srq = qp->srq;
+	c->id.qp_type = qp->qp_type;
+	c->id.send_cq_channel = c->own_sch ? c->own_sch : (qp->send_cq ? qp->send_cq->channel : NULL);
+	c->id.recv_cq_channel = c->own_rch ? c->own_rch : (qp->recv_cq ? qp->recv_cq->channel : NULL);
+	pthread_mutex_unlock(&c->lock);
+}
+
+XS_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	struct cm_id *c = cm_of(id);
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_qp *qp;
+	int rc;
+
+	if (!id || !attr || !id->verbs)
+		return cm_err(EINVAL);
+	if (id->qp)
+		return cm_err(EEXIST);
+	if (attr->qp_type != IBV_QPT_RC)
+		return cm_err(EOPNOTSUPP);
+	a = *attr;
+	if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd) {
+		a.pd = cm_default_pd(id->verbs);
+		if (!a.pd)
+			return -1;
+		a.comp_mask |= IBV_QP_INIT_ATTR_PD;
+	}
+	rc = cm_make_cqs(c, &a.send_cq, &a.recv_cq, a.cap.max_send_wr, a.cap.max_recv_wr);
+	if (rc)
+		return cm_err(-rc);
+	qp = ibv_create_qp_ex(id->verbs, &a);
+	if (!qp && errno == EOPNOTSUPP) {
+		/* no create_qp_ex op: the plain call takes the common prefix */
+		qp = ibv_create_qp(a.pd, (struct ibv_qp_init_attr *)&a);
+	}
+	if (!qp) {
+		int e = errno ? errno : ENOMEM;
+
+		cm_free_own_cqs(c);
+		return cm_err(e);
+	}
+	/* librdmacm leaves a connected QP in INIT so receives can be posted
+	 * before the connection exists (rping does) */
+	{
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT };
+		int mask;
+
+		if (rdma_init_qp_attr(id, &qa, &mask) || ibv_modify_qp(qp, &qa, mask)) {
+			int e = errno ? errno : EINVAL;
+
+			ibv_destroy_qp(qp);
+			cm_free_own_cqs(c);
+			return cm_err(e);
+		}
+	}
+	/* report what we used, as librdmacm does */
+	attr->cap = a.cap;
+	cm_set_qp(c, qp, a.pd);
+	return 0;
+}
+
+XS_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex a;
+	int rc;
+
+	if (!id || !qp_init_attr)
+		return cm_err(EINVAL);
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
+	a.pd = pd;
+	a.comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0;
+	rc = rdma_create_qp_ex(id, &a);
+	if (!rc)
+		qp_init_attr->cap = a.cap;
+	return rc;
+}
+
+XS_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+	struct ibv_qp *qp;
+
+	if (!id)
+		return;
+	struct xs_conn *conn = NULL;
+	bool drop = false;
+
+	pthread_mutex_lock(&c->lock);
+	qp = id->qp;
+	id->qp = NULL;
+	if (!c->conn_owned) {
+		conn = c->conn; /* the QP's: ibv_destroy_qp puts it */
+		c->conn = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (conn) {
+		/* no closed upcall for this id any more (the engine reports
+		 * under the rx lock); the callback's reference goes now */
+		xs_conn_rx_lock(conn);
+		xs_conn_set_closed_cb(conn, NULL, NULL);
+		xs_conn_rx_unlock(conn);
+		pthread_mutex_lock(&c->lock);
+		drop = c->closed_ref;
+		c->closed_ref = false;
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (drop)
+		cm_put(c);
+	cm_free_own_cqs(c);
+	id->send_cq = id->recv_cq = NULL;
+	id->send_cq_channel = id->recv_cq_channel = NULL;
+}
+
+XS_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
+				int *qp_attr_mask)
+{
+	enum ibv_qp_state want;
+
+	if (!id || !qp_attr || !qp_attr_mask)
+		return cm_err(EINVAL);
+	/* qp_state is the input: the state the caller is moving to.  iWARP
+	 * QPs need only the access rights (as iw_cm reports); the CM moves
+	 * them to RTS itself. */
+	want = qp_attr->qp_state;
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	qp_attr->qp_state = want;
+	switch (want) {
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTS:
+		*qp_attr_mask = IBV_QP_STATE;
+		return 0;
+	default:
+		return cm_err(EINVAL);
+	}
+}
+
+/* ---- connections ---------------------------------------------------------------- */
+
+static void cm_prefs(struct mpa_prefs *p, bool initiator)
+{
+	const struct xs_config *cfg = xs_config();
+
+	mpa_prefs_default(p);
+	p->rev = cfg->mpa_rev;
+	p->crc = cfg->crc;
+	p->markers_rx = cfg->markers;
+	if (initiator && cfg->p2p_rtr) {
+		p->p2p = true;
+		p->rtr_mask = cfg->p2p_rtr;
+	}
+}
+
+/* conn_param's responder_resources / initiator_depth: 0xff is "the device
+ * maximum"; larger than we support is capped. */
+static uint16_t cm_depth(uint8_t v, uint16_t max)
+{
+	if (v == 0xff || v > max)
+		return max;
+	return v;
+}
+
+/* Called once the connection ended (engine thread). */
+static void cm_closed_cb(void *ctx, int status)
+{
+	struct cm_id *c = ctx;
+	bool drop;
+
+	(void)status;
+	pthread_mutex_lock(&c->lock);
+	drop = c->closed_ref;
+	c->closed_ref = false;
+	if (!c->destroyed) {
+		if (c->state == CM_CONNECTED) {
+			if (!c->disc_queued) {
+				c->disc_queued = true;
+				cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED, 0);
+			}
+			c->state = CM_DISCONNECTED;
+		} else if (c->state == CM_ACCEPTING || c->state == CM_CONNECTING) {
+			/* ESTABLISHED is not out yet: the establishing path
+			 * queues DISCONNECTED after it */
+			c->closed_early = true;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (drop)
+		cm_put(c);
+}
+
+/* The closed callback holds a reference; whoever clears closed_ref (the
+ * callback or destroy after xs_conn_put) drops it. */
+static void cm_arm_closed(struct cm_id *c, struct xs_conn *conn)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->destroyed) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	c->closed_ref = true;
+	cm_get(c);
+	pthread_mutex_unlock(&c->lock);
+	xs_conn_set_closed_cb(conn, cm_closed_cb, c);
+}
+
+/* Queue ESTABLISHED (and DISCONNECTED if the connection already ended).
+ * c locked. */
+static void cm_established_locked(struct cm_id *c, const struct mpa_agreed *ag,
+				  const struct mpa_frame *reply)
+{
+	struct cm_event *e = ev_new(c, RDMA_CM_EVENT_ESTABLISHED, 0);
+
+	if (e) {
+		e->ev.param.conn.responder_resources = u8cap(ag->ird);
+		e->ev.param.conn.initiator_depth = u8cap(ag->ord);
+		if (reply)
+			ev_pdata(e, reply->pdata, reply->pdata_len);
+	}
+	c->state = CM_CONNECTED;
+	cm_queue(c, e);
+	if (c->closed_early && !c->disc_queued) {
+		c->disc_queued = true;
+		c->state = CM_DISCONNECTED;
+		cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED, 0);
+	}
+}
+
+/* The engine's verdict on rdma_connect (engine thread, exactly once). */
+static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const struct mpa_frame *reply)
+{
+	struct cm_id *c = ctx;
+	struct sockaddr_storage local, peer;
+	struct ibv_qp *qp;
+	bool dead, have_addrs;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	qp = c->id.qp;
+	dead = c->destroyed;
+	if (dead || (status == 0 && !qp)) {
+
+		if (!dead) {
+			c->state = CM_FAILED;
+			cm_queue_simple(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL);
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (status == 0) {
+			xs_conn_disconnect(conn);
+			xs_conn_put(conn);
+		}
+		cm_put(c);
+		return;
+	}
+	if (status) {
+		/* errors: the engine owns and closes conn */
+		enum rdma_cm_event_type t;
+		struct cm_event *e;
+		int st = status;
+
+		if (status == -ECONNREFUSED && reply) {
+			t = RDMA_CM_EVENT_REJECTED; /* MPA reject, as siw */
+			st = -ECONNRESET;
+		} else if (status == -ECONNREFUSED || status == -ECONNRESET) {
+			t = RDMA_CM_EVENT_REJECTED;
+		} else if (status == -ETIMEDOUT || status == -EHOSTUNREACH || status == -ENETUNREACH) {
+			t = RDMA_CM_EVENT_UNREACHABLE;
+		} else {
+			t = RDMA_CM_EVENT_CONNECT_ERROR;
+		}
+		e = ev_new(c, t, st);
+		if (e && reply)
+			ev_pdata(e, reply->pdata, reply->pdata_len);
+		c->state = CM_FAILED;
+		cm_queue(c, e);
+		pthread_mutex_unlock(&c->lock);
+		cm_put(c);
+		return;
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	/* Attach inside the callback: the engine receives after it returns.
+	 * conn is published only afterwards, so a concurrent destroy never
+	 * puts a connection the QP took over. */
+	cm_arm_closed(c, conn);
+	rc = xs_qp_bind_conn(qp, conn, xs_conn_agreed(conn));
+	have_addrs = xs_conn_addrs(conn, &local, &peer) == 0;
+	pthread_mutex_lock(&c->lock);
+	dead = c->destroyed;
+	if (!dead) {
+		if (have_addrs) {
+			c->id.route.addr.src_storage = local;
+			c->id.route.addr.dst_storage = peer;
+		}
+		c->conn = conn;
+		c->conn_owned = rc != 0; /* bound: the QP holds it */
+		if (rc) {
+			c->state = CM_FAILED;
+			cm_queue_simple(c, RDMA_CM_EVENT_CONNECT_ERROR, rc);
+		} else {
+			cm_established_locked(c, xs_conn_agreed(conn), reply);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		xs_conn_disconnect(conn);
+		if (dead)
+			xs_conn_put(conn); /* nobody else will */
+	}
+	cm_put(c);
+}
+
+XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct cm_id *c = cm_of(id);
+	struct sockaddr_storage dst, src;
+	struct mpa_prefs prefs;
+	bool have_src;
+	int rc;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (param && param->private_data_len > XS_MAX_PD_PRIV)
+		return cm_err(EINVAL);
+	if (param && param->private_data_len && !param->private_data)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !id->qp) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	cm_prefs(&prefs, true);
+	xs_qp_read_limits(id->qp, &prefs.ird, &prefs.ord);
+	if (param) {
+		prefs.ird = cm_depth(param->responder_resources, XS_MAX_IRD);
+		prefs.ord = cm_depth(param->initiator_depth, XS_MAX_ORD);
+		if (param->private_data_len) {
+			memcpy(c->pdata, param->private_data, param->private_data_len);
+			prefs.pdata = c->pdata;
+			prefs.pdata_len = param->private_data_len;
+		}
+	}
+	dst = id->route.addr.dst_storage;
+	src = id->route.addr.src_storage;
+	/* a wildcard source with port 0 means "let TCP choose" */
+	have_src = src.ss_family != AF_UNSPEC &&
+		   !(sa_is_any((struct sockaddr *)&src) && sa_port((struct sockaddr *)&src) == 0);
+	c->state = CM_CONNECTING;
+	c->closed_early = false;
+	pthread_mutex_unlock(&c->lock);
+
+	cm_get(c); /* for the callback */
+	rc = xs_connect((struct sockaddr *)&dst, sa_len((struct sockaddr *)&dst),
+			have_src ? (struct sockaddr *)&src : NULL,
+			have_src ? sa_len((struct sockaddr *)&src) : 0, &prefs, cm_connect_cb, c);
+	if (rc < 0) {
+		pthread_mutex_lock(&c->lock);
+		c->state = CM_ROUTE;
+		pthread_mutex_unlock(&c->lock);
+		cm_put(c);
+		return cm_err(-rc);
+	}
+	if (c->sync)
+		return cm_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+	return 0;
+}
+
+/* A connection request arrived on a listener (engine thread). */
+static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame *req)
+{
+	struct cm_id *l = ctx;
+	struct cm_id *c = NULL;
+	struct cm_event *e = NULL;
+	struct sockaddr_storage local, peer;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->destroyed || l->state != CM_LISTEN)
+		goto refuse;
+	c = cm_alloc(l->sync ? NULL : l->chan, false, l->id.context, l->id.ps);
+	if (!c)
+		goto refuse;
+	e = ev_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	if (!e)
+		goto refuse;
+	c->id.verbs = l->id.verbs;
+	c->id.port_num = 1;
+	c->conn = conn;
+	c->conn_owned = true;
+	c->state = CM_REQ;
+	c->req_enhanced = req->rev == 2 && req->enhanced;
+	/* legacy Request: no numbers; offer the defaults (1/1, like
+	 * mpa_prefs_default) rather than siw's 0/0 that breaks Read */
+	c->req_ird = c->req_enhanced ? req->ird : 1;
+	c->req_ord = c->req_enhanced ? req->ord : 1;
+	if (xs_conn_addrs(conn, &local, &peer) == 0) {
+		c->id.route.addr.src_storage = local;
+		c->id.route.addr.dst_storage = peer;
+	}
+	e->ev.listen_id = &l->id;
+	/* as the acceptor should use them: our IRD covers the peer's ORD */
+	e->ev.param.conn.responder_resources = u8cap(c->req_ord);
+	e->ev.param.conn.initiator_depth = u8cap(c->req_ird);
+	ev_pdata(e, req->pdata, req->pdata_len);
+	chan_push(l->chan, e);
+	pthread_mutex_unlock(&l->lock);
+	return;
+refuse:
+	pthread_mutex_unlock(&l->lock);
+	free(e);
+	if (c) {
+		if (c->sync)
+			chan_free(c->chan);
+		cm_put(c);
+	}
+	xs_conn_reject(conn, NULL, 0);
+	xs_conn_put(conn);
+}
+
+XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct cm_id *c = cm_of(id);
+	struct sockaddr_storage addr, bound;
+	struct xs_listener *xl;
+	int rc;
+
+	if (!id)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state == CM_IDLE) {
+		/* librdmacm binds an unbound listener to the wildcard */
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		sa_copy(&id->route.addr.src_storage, (struct sockaddr *)&any);
+		rc = cm_set_verbs(c);
+		if (rc) {
+			pthread_mutex_unlock(&c->lock);
+			return cm_err(-rc);
+		}
+		c->state = CM_BOUND;
+	}
+	if (c->state != CM_BOUND) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	addr = id->route.addr.src_storage;
+	c->state = CM_LISTEN; /* before xs_listen: requests may arrive at once */
+	pthread_mutex_unlock(&c->lock);
+
+	xl = xs_listen((struct sockaddr *)&addr, sa_len((struct sockaddr *)&addr),
+		       backlog > 0 ? backlog : 128, cm_accept_cb, c);
+	if (!xl) {
+		int e = errno ? errno : EADDRINUSE;
+
+		pthread_mutex_lock(&c->lock);
+		c->state = CM_BOUND;
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(e);
+	}
+	pthread_mutex_lock(&c->lock);
+	c->listener = xl;
+	if (xs_listener_addr(xl, &bound) == 0)
+		id->route.addr.src_storage = bound;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct cm_id *c = cm_of(id);
+	struct mpa_prefs prefs;
+	struct xs_conn *conn;
+	struct ibv_qp *qp;
+	int rc;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (param && param->private_data_len > XS_MAX_PD_PRIV)
+		return cm_err(EINVAL);
+	if (param && param->private_data_len && !param->private_data)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CM_REQ || !c->conn || !id->qp) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	conn = c->conn;
+	qp = id->qp;
+	cm_prefs(&prefs, false);
+	if (param) {
+		prefs.ird = cm_depth(param->responder_resources, XS_MAX_IRD);
+		prefs.ord = cm_depth(param->initiator_depth, XS_MAX_ORD);
+		prefs.pdata = param->private_data;
+		prefs.pdata_len = param->private_data_len;
+	} else if (c->req_enhanced) {
+		/* rdma_accept(id, NULL) (rping): take the request's numbers */
+		prefs.ird = c->req_ord > XS_MAX_IRD ? XS_MAX_IRD : c->req_ord;
+		prefs.ord = c->req_ird > XS_MAX_ORD ? XS_MAX_ORD : c->req_ird;
+	} else {
+		xs_qp_read_limits(qp, &prefs.ird, &prefs.ord);
+	}
+	c->state = CM_ACCEPTING;
+	c->closed_early = false;
+	pthread_mutex_unlock(&c->lock);
+
+	/* Reply first (the agreement is only known then); the engine starts
+	 * receiving when the QP attaches, so nothing is missed. */
+	rc = xs_conn_accept(conn, &prefs);
+	if (rc == 0) {
+		cm_arm_closed(c, conn);
+		rc = xs_qp_bind_conn(qp, conn, xs_conn_agreed(conn));
+		if (rc)
+			xs_conn_disconnect(conn);
+	}
+	pthread_mutex_lock(&c->lock);
+	if (rc) {
+		c->state = CM_FAILED;
+	} else {
+		c->conn_owned = false; /* the QP holds it now */
+		cm_established_locked(c, xs_conn_agreed(conn), NULL);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		return cm_err(-rc);
+	if (c->sync)
+		return cm_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+	return 0;
+}
+
+XS_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	struct cm_id *c = cm_of(id);
+	struct xs_conn *conn;
+	int rc;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (private_data_len > XS_MAX_PD_PRIV || (private_data_len && !private_data))
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CM_REQ || !c->conn) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	conn = c->conn;
+	c->conn = NULL;
+	c->state = CM_FAILED;
+	pthread_mutex_unlock(&c->lock);
+	/* the Reply goes out, then our reference goes: the id is done */
+	rc = xs_conn_reject(conn, private_data, private_data_len);
+	xs_conn_put(conn);
+	return rc < 0 ? cm_err(-rc) : 0;
+}
+
+XS_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	/* iWARP connections are established by the MPA exchange itself */
+	(void)id;
+	return 0;
+}
+
+XS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+	struct xs_conn *conn;
+	struct ibv_qp *qp;
+
+	if (!id)
+		return cm_err(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	if (c->state == CM_DISCONNECTED) {
+		/* the peer was first; a second disconnect is harmless */
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	if (c->state != CM_CONNECTED) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	conn = c->conn;
+	qp = id->qp;
+	c->state = CM_DISCONNECTED;
+	if (!c->disc_queued) {
+		c->disc_queued = true;
+		cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED, 0);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (conn)
+		xs_conn_disconnect(conn);
+	if (qp)
+		xs_qp_flush(qp);
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+XS_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct cm_event *e;
+
+	if (!channel || !event)
+		return cm_err(EINVAL);
+	e = chan_pop(chan_of(channel), true);
+	if (!e)
+		return -1;
+	*event = &e->ev;
+	return 0;
+}
+
+XS_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event)
+		return cm_err(EINVAL);
+	free(event); /* struct cm_event starts with it */
+	return 0;
+}
+
+XS_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+		[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+		[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+		[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+		[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+		[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+		[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+		[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+		[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+		[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+
+	if ((unsigned int)event < sizeof(names) / sizeof(names[0]) && names[event])
+		return names[event];
+	return "UNKNOWN EVENT";
+}
+
+XS_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	struct cm_id *c = cm_of(id);
+	struct cm_chan *old, *nw;
+	struct cm_event *list = NULL, *e;
+	bool was_sync;
+
+	if (!id)
+		return cm_err(EINVAL);
+	nw = channel ? chan_of(channel) : chan_new();
+	if (!nw)
+		return cm_err(ENOMEM);
+	/* The id lock keeps upcalls from queueing on the old channel meanwhile. */
+	pthread_mutex_lock(&c->lock);
+	old = c->chan;
+	was_sync = c->sync;
+	if (old == nw) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	chan_take(old, id, &list);
+	pthread_mutex_lock(&nw->lock);
+	while ((e = list)) {
+		list = e->next;
+		chan_push_locked(nw, e);
+	}
+	pthread_mutex_unlock(&nw->lock);
+	c->chan = nw;
+	c->sync = channel == NULL;
+	id->channel = &nw->ch;
+	pthread_mutex_unlock(&c->lock);
+	if (was_sync) {
+		free(id->event);
+		id->event = NULL;
+		chan_free(old);
+	}
+	return 0;
+}
+
+XS_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	/* the QP is connected before any completion can arrive */
+	(void)id;
+	(void)event;
+	return 0;
+}
+
+XS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+			      size_t optlen)
+{
+	(void)optval;
+	(void)optlen;
+	if (!id)
+		return cm_err(EINVAL);
+	/* accepted and ignored: TCP picks its own TOS/reuse/v6only */
+	if (level == RDMA_OPTION_ID &&
+	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
+	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+		return 0;
+	return cm_err(ENOSYS);
+}
+
+XS_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **list = calloc(2, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	list[0] = xs_default_context();
+	if (num_devices)
+		*num_devices = list[0] ? 1 : 0;
+	return list;
+}
+
+XS_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}
+
+/* ---- rdma_getaddrinfo --------------------------------------------------------- */
+
+XS_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	struct rdma_addrinfo *n;
+
+	for (; res; res = n) {
+		n = res->ai_next;
+		free(res->ai_src_addr);
+		free(res->ai_dst_addr);
+		free(res->ai_src_canonname);
+		free(res->ai_dst_canonname);
+		free(res->ai_route);
+		free(res->ai_connect);
+		free(res);
+	}
+}
+
+static struct sockaddr *sa_dup(const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr *d = malloc(len);
+
+	if (d)
+		memcpy(d, sa, len);
+	return d;
+}
+
+/* Like librdmacm: one rdma_addrinfo from the first address getaddrinfo
+ * gives.  Returns 0, or getaddrinfo's EAI_* code (gai_strerror-able), or
+ * -1 with errno for our own failures. */
+XS_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+			       const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	struct addrinfo h, *ai = NULL;
+	struct rdma_addrinfo *r;
+	int rc;
+
+	if (!res || (!node && !service))
+		return cm_err(EINVAL);
+	if (hints && hints->ai_port_space && hints->ai_port_space != RDMA_PS_TCP)
+		return cm_err(EOPNOTSUPP);
+	if (hints && hints->ai_qp_type && hints->ai_qp_type != IBV_QPT_RC)
+		return cm_err(EOPNOTSUPP);
+	memset(&h, 0, sizeof(h));
+	h.ai_socktype = SOCK_STREAM;
+	h.ai_protocol = IPPROTO_TCP;
+	if (hints) {
+		h.ai_family = hints->ai_family;
+		if (hints->ai_flags & RAI_PASSIVE)
+			h.ai_flags |= AI_PASSIVE;
+		if (hints->ai_flags & RAI_NUMERICHOST)
+			h.ai_flags |= AI_NUMERICHOST;
+	}
+	if (h.ai_family != AF_UNSPEC && h.ai_family != AF_INET && h.ai_family != AF_INET6)
+		return cm_err(EAFNOSUPPORT);
+	rc = getaddrinfo(node, service, &h, &ai);
+	if (rc)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto nomem;
+	r->ai_flags = hints ? hints->ai_flags : 0;
+	r->ai_family = ai->ai_family;
+	r->ai_qp_type = IBV_QPT_RC;
+	r->ai_port_space = RDMA_PS_TCP;
+	if (r->ai_flags & RAI_PASSIVE) {
+		r->ai_src_addr = sa_dup(ai->ai_addr, ai->ai_addrlen);
+		if (!r->ai_src_addr)
+			goto nomem;
+		r->ai_src_len = ai->ai_addrlen;
+		if (ai->ai_canonname && !(r->ai_src_canonname = strdup(ai->ai_canonname)))
+			goto nomem;
+	} else {
+		r->ai_dst_addr = sa_dup(ai->ai_addr, ai->ai_addrlen);
+		if (!r->ai_dst_addr)
+			goto nomem;
+		r->ai_dst_len = ai->ai_addrlen;
+		if (ai->ai_canonname && !(r->ai_dst_canonname = strdup(ai->ai_canonname)))
+			goto nomem;
+		if (hints && hints->ai_src_addr && hints->ai_src_len) {
+			r->ai_src_addr = sa_dup(hints->ai_src_addr, hints->ai_src_len);
+			if (!r->ai_src_addr)
+				goto nomem;
+			r->ai_src_len = hints->ai_src_len;
+		}
+	}
+	freeaddrinfo(ai);
+	*res = r;
+	return 0;
+nomem:
+	freeaddrinfo(ai);
+	rdma_freeaddrinfo(r);
+	return cm_err(ENOMEM);
+}
+
+/* ---- synchronous endpoint helpers ----------------------------------------------- */
+
+XS_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct rdma_cm_id *cid;
+	struct cm_id *c;
+	int rc;
+
+	if (!id || !res)
+		return cm_err(EINVAL);
+	rc = rdma_create_id(NULL, &cid, NULL, res->ai_port_space ? (enum rdma_port_space)res->ai_port_space :
+								   RDMA_PS_TCP);
+	if (rc)
+		return rc;
+	c = cm_of(cid);
+	if (res->ai_flags & RAI_PASSIVE) {
+		rc = rdma_bind_addr(cid, res->ai_src_addr);
+		if (rc)
+			goto fail;
+		if (qp_init_attr) {
+			/* kept for the ids rdma_get_request hands out */
+			c->ep_qp = true;
+			c->ep_pd = pd;
+			c->ep_attr = *qp_init_attr;
+		}
+	} else {
+		rc = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr, 2000);
+		if (!rc)
+			rc = rdma_resolve_route(cid, 2000);
+		if (rc)
+			goto fail;
+		if (qp_init_attr) {
+			rc = rdma_create_qp(cid, pd, qp_init_attr);
+			if (rc)
+				goto fail;
+		}
+	}
+	*id = cid;
+	return 0;
+fail:
+	{
+		int e = errno;
+
+		rdma_destroy_id(cid);
+		errno = e;
+		return -1;
+	}
+}
+
+XS_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	if (id->qp)
+		rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+/* Sync listeners only (as in librdmacm): the next connect request as a new
+ * id, with a QP if rdma_create_ep was given QP attributes. */
+XS_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct cm_id *l = cm_of(listen);
+	struct cm_event *e;
+	struct rdma_cm_id *child;
+
+	if (!listen || !id)
+		return cm_err(EINVAL);
+	if (!l->sync)
+		return cm_err(EINVAL);
+	for (;;) {
+		e = chan_pop(l->chan, false);
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			break;
+		free(e);
+	}
+	child = e->ev.id;
+	if (l->ep_qp) {
+		struct ibv_qp_init_attr a = l->ep_attr;
+
+		if (rdma_create_qp(child, l->ep_pd, &a)) {
+			int err = errno;
+
+			free(e);
+			rdma_reject(child, NULL, 0);
+			rdma_destroy_id(child);
+			errno = err;
+			return -1;
+		}
+	}
+	/* the child's event: its private data stays readable there */
+	child->event = &e->ev;
+	*id = child;
+	return 0;
+}

@@ -1,0 +1,264 @@
+/* Completion queues and completion channels.  A CQ is a mutex-protected
+ * ring of struct ibv_wc that both the application (post_send completions)
+ * and the engine thread (receives, Read completions, flushes) append to.
+ * A channel is an eventfd (semaphore mode: one read per event) plus a FIFO
+ * of the CQs that fired, so ibv_get_cq_event can say which one.
+ *
+ * Overflow: the completion is dropped, the CQ marked and IBV_EVENT_CQ_ERR
+ * queued on the context's async fd (hardware would stop the CQ; apps that
+ * size their CQs as the spec asks never see it).
+ * ibv_destroy_cq does not wait for unacknowledged events (rdma-core would
+ * block); it refuses with EBUSY while a QP still uses the CQ. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "verbs/verbs_priv.h"
+
+struct xs_channel {
+	struct ibv_comp_channel ch;
+	pthread_mutex_t lock;
+	struct xs_cq **fifo; /* CQs with an event not yet read; NULL = CQ destroyed */
+	unsigned head, count, cap;
+};
+
+static struct xs_channel *to_xs_channel(struct ibv_comp_channel *ch)
+{
+	return (struct xs_channel *)ch;
+}
+
+XS_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct xs_channel *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.context = context;
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
+		int e = errno;
+
+		free(c);
+		errno = e;
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	return &c->ch;
+}
+
+XS_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct xs_channel *c = to_xs_channel(channel);
+
+	pthread_mutex_lock(&c->lock);
+	if (c->ch.refcnt) {
+		pthread_mutex_unlock(&c->lock);
+		return EBUSY;
+	}
+	pthread_mutex_unlock(&c->lock);
+	close(c->ch.fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c->fifo);
+	free(c);
+	return 0;
+}
+
+static void channel_signal(struct xs_channel *c, struct xs_cq *cq)
+{
+	uint64_t one = 1;
+	bool ok = true;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->count == c->cap) {
+		unsigned ncap = c->cap ? c->cap * 2 : 16;
+		struct xs_cq **n = malloc(ncap * sizeof(*n));
+
+		if (n) {
+			for (unsigned i = 0; i < c->count; i++)
+				n[i] = c->fifo[(c->head + i) % c->cap];
+			free(c->fifo);
+			c->fifo = n;
+			c->head = 0;
+			c->cap = ncap;
+		} else {
+			ok = false;
+		}
+	}
+	if (ok) {
+		c->fifo[(c->head + c->count) % c->cap] = cq;
+		c->count++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ok && write(c->ch.fd, &one, sizeof(one)) != sizeof(one))
+		xs_log("completion event lost\n");
+}
+
+XS_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+			       void **cq_context)
+{
+	struct xs_channel *c = to_xs_channel(channel);
+	struct xs_cq *x = NULL;
+	uint64_t v;
+
+	while (!x) {
+		/* blocks, or EAGAIN if the app set O_NONBLOCK on channel->fd */
+		if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
+			return -1;
+		pthread_mutex_lock(&c->lock);
+		if (c->count) {
+			x = c->fifo[c->head];
+			c->head = (c->head + 1) % c->cap;
+			c->count--;
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	*cq = &x->cq;
+	*cq_context = x->cq.cq_context;
+	return 0;
+}
+
+XS_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_broadcast(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* ---- CQ ------------------------------------------------------------------- */
+
+XS_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+				       struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct xs_cq *x;
+	unsigned cap = 1;
+
+	if (cqe < 1 || cqe > XS_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (cap < (unsigned)cqe)
+		cap <<= 1;
+	x = calloc(1, sizeof(*x));
+	if (!x || !(x->ring = calloc(cap, sizeof(*x->ring)))) {
+		free(x);
+		errno = ENOMEM;
+		return NULL;
+	}
+	x->cap = cap;
+	x->cq.context = context;
+	x->cq.channel = channel;
+	x->cq.cq_context = cq_context;
+	x->cq.cqe = (int)cap;
+	pthread_mutex_init(&x->cq.mutex, NULL);
+	pthread_cond_init(&x->cq.cond, NULL);
+	pthread_mutex_init(&x->lock, NULL);
+	if (channel) {
+		struct xs_channel *c = to_xs_channel(channel);
+
+		pthread_mutex_lock(&c->lock);
+		c->ch.refcnt++;
+		pthread_mutex_unlock(&c->lock);
+	}
+	return &x->cq;
+}
+
+XS_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+
+	if (__atomic_load_n(&x->qp_refs, __ATOMIC_ACQUIRE) > 0)
+		return EBUSY;
+	if (cq->channel) {
+		struct xs_channel *c = to_xs_channel(cq->channel);
+
+		/* events of this CQ not read yet must not name freed memory */
+		pthread_mutex_lock(&c->lock);
+		for (unsigned i = 0; i < c->count; i++)
+			if (c->fifo[(c->head + i) % c->cap] == x)
+				c->fifo[(c->head + i) % c->cap] = NULL;
+		c->ch.refcnt--;
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_destroy(&x->lock);
+	pthread_mutex_destroy(&cq->mutex);
+	pthread_cond_destroy(&cq->cond);
+	free(x->ring);
+	free(x);
+	return 0;
+}
+
+XS_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return EOPNOTSUPP;
+}
+
+int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+	int i = 0;
+
+	if (n < 0)
+		return -1;
+	pthread_mutex_lock(&x->lock);
+	while (i < n && x->count) {
+		wc[i++] = x->ring[x->head];
+		x->head = (x->head + 1) & (x->cap - 1);
+		x->count--;
+	}
+	pthread_mutex_unlock(&x->lock);
+	return i;
+}
+
+int xs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+
+	pthread_mutex_lock(&x->lock);
+	/* a pending "any" arm is not narrowed by a later solicited-only one */
+	if (!solicited_only)
+		x->armed = XS_CQ_ARM_NEXT;
+	else if (!x->armed)
+		x->armed = XS_CQ_ARM_SOLICITED;
+	pthread_mutex_unlock(&x->lock);
+	return 0;
+}
+
+int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+	bool fire = false, overflow = false, dropped;
+
+	pthread_mutex_lock(&x->lock);
+	dropped = x->count == x->cap;
+	if (dropped) {
+		overflow = !x->overflow;
+		x->overflow = true;
+	} else {
+		x->ring[(x->head + x->count) & (x->cap - 1)] = *wc;
+		x->count++;
+		/* solicited-only also fires on errors (verbs spec) */
+		if (x->armed == XS_CQ_ARM_NEXT ||
+		    (x->armed == XS_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS))) {
+			x->armed = 0;
+			fire = true;
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (overflow) {
+		struct ibv_async_event ev = { .element.cq = cq, .event_type = IBV_EVENT_CQ_ERR };
+
+		xs_log("CQ %p overflow: completion dropped\n", (void *)cq);
+		xs_async_event(cq->context, &ev);
+	}
+	if (fire && cq->channel)
+		channel_signal(to_xs_channel(cq->channel), x);
+	return dropped ? -ENOSPC : 0;
+}

@@ -1,0 +1,93 @@
+/* Private to the verbs objects (verbs_device.c, verbs_mr.c, verbs_cq.c,
+ * verbs_qp.c): the structures behind the rdma-core handles we give out and
+ * the calls between the four files.  The engine and the CM use
+ * xs_internal.h only. */
+#ifndef VERBS_PRIV_H
+#define VERBS_PRIV_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verbs/xs_internal.h"
+
+/* ---- device / context (verbs_device.c) ---------------------------------- */
+
+#define XS_DEVICE_NAME "xsock0"
+#define XS_FW_VER "xsock 0.1"
+#define XS_PORT_NUM 1
+
+struct xs_context {
+	struct verbs_context vctx; /* rdma-core layout; context is its last member */
+	pthread_mutex_t ev_lock; /* async event FIFO */
+	struct ibv_async_event *evq;
+	unsigned ev_head, ev_count, ev_cap;
+};
+
+static inline struct xs_context *to_xs_context(struct ibv_context *c)
+{
+	return (struct xs_context *)((uint8_t *)c - __builtin_offsetof(struct xs_context, vctx.context));
+}
+
+/* Queue an async event and make async_fd readable (any thread). */
+void xs_async_event(struct ibv_context *ctx, const struct ibv_async_event *ev);
+
+/* rdma-core's private ibv_query_gid_type (IBVERBS_PRIVATE_34): the sysfs
+ * type, 0 = "IB/RoCE v1". */
+enum xs_gid_type_sysfs {
+	XS_GID_TYPE_SYSFS_IB_ROCE_V1 = 0,
+	XS_GID_TYPE_SYSFS_ROCE_V2 = 1,
+};
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       enum xs_gid_type_sysfs *type);
+
+/* exported by libibverbs, declared only in rdma-core's private driver.h */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+
+/* ops installed in the context */
+int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int xs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int xs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int xs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_qp *xs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+
+/* ---- PD / MR (verbs_mr.c) ----------------------------------------------- */
+
+struct xs_pd {
+	struct ibv_pd pd;
+};
+
+struct xs_mr {
+	struct ibv_mr mr;
+	uint64_t iova; /* base TO: remote (and SGE) addresses are iova-based */
+	unsigned access; /* IBV_ACCESS_* */
+	bool valid; /* cleared by Send with Invalidate */
+};
+
+/* Local access through an SGE: lkey names a valid MR of pd that covers
+ * [addr, addr + len) (iova space) and grants LOCAL_WRITE if need_write.
+ * Returns the buffer address, or NULL. */
+uint8_t *xs_mr_local(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len,
+		     bool need_write);
+
+/* ---- CQ (verbs_cq.c) ---------------------------------------------------- */
+
+struct xs_cq {
+	struct ibv_cq cq;
+	pthread_mutex_t lock; /* the ring and the arming */
+	struct ibv_wc *ring;
+	unsigned cap, head, count;
+	int armed; /* 0, XS_CQ_ARM_NEXT, XS_CQ_ARM_SOLICITED */
+	bool overflow;
+	int qp_refs; /* QPs using it (atomic) */
+};
+
+#define XS_CQ_ARM_NEXT 1
+#define XS_CQ_ARM_SOLICITED 2
+
+/* Append a completion (any thread).  solicited: a receive of a Send with SE,
+ * for req_notify_cq(cq, 1).  Returns 0, or -ENOSPC on overflow (dropped). */
+int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+#endif

@@ -1,0 +1,1036 @@
+/* RC queue pairs over an iWARP stream.
+ *
+ * Send side: post_send frames each WR on the caller's thread (xs_conn_*
+ * return once the octets are in the socket), so Sends and Writes complete
+ * at once; RDMA Reads complete when the last Read Response segment is
+ * placed, in order, through a FIFO of at most ORD outstanding Reads (a Read
+ * beyond ORD waits in post_send until one completes, keeping WR order).
+ *
+ * Receive side: posted receives are the buffers of the DDP queue for QN 0,
+ * which exists from QP creation so receives can be posted before the
+ * connection.  A single-SGE receive is placed directly; a multi-SGE one
+ * goes through a bounce buffer scattered on completion.  The QP owns the
+ * IRD buffers (28 octets each, QN 1) and the Terminate buffers (QN 2).
+ *
+ * Locks, in the order they nest:
+ *   sq_lock   serializes post_send, held across transmit (never taken by
+ *             the engine thread, which must not block on a full socket)
+ *   conn rx   the engine's lock around placement (xs_conn_rx_lock)
+ *   rx_lock   the QP's receive queue and receive records
+ *   rd_lock   the outstanding Read FIFO (never held across transmit)
+ *   lock      state and attributes
+ *   CQ, channel and async event locks are leaves.
+ * Upcalls run with the conn rx lock held by the engine (or with nothing
+ * held: failed), so they take rx_lock/rd_lock only. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs/verbs_priv.h"
+
+#define XS_TERM_BUF 128
+#define XS_TERM_BUFS 2
+
+struct xs_sg {
+	uint8_t *ptr;
+	uint32_t len;
+};
+
+/* a posted receive (the ddp_queue cookie) */
+struct xs_rwr {
+	uint64_t wr_id;
+	uint8_t *bounce; /* multi-SGE: scattered into sg on completion */
+	uint32_t nsg;
+	struct xs_sg *sg;
+	struct xs_rwr *next; /* free list */
+};
+
+/* an outstanding RDMA Read */
+struct xs_read {
+	uint64_t wr_id;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len;
+	bool signaled;
+};
+
+struct xs_qp {
+	struct ibv_qp qp;
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	pthread_mutex_t lock;
+	struct ibv_qp_attr attr; /* reported by query_qp */
+	uint16_t ird_pref, ord_pref; /* max_dest_rd_atomic / max_rd_atomic */
+	struct xs_conn *conn; /* set by bind (atomic) */
+	bool conn_dead; /* failed upcall seen: the engine places nothing more */
+
+	pthread_mutex_t rx_lock;
+	struct ddp_queue rq; /* QN 0 */
+	struct xs_rwr *rwr, *rfree;
+	struct xs_sg *sgs;
+	struct ddp_queue rrq, tq; /* QN 1 (Read Requests), QN 2 (Terminate) */
+	bool rx_extra; /* rrq and tq exist */
+	uint8_t *ird_bufs;
+	uint8_t term_bufs[XS_TERM_BUFS][XS_TERM_BUF];
+	struct rdmap_term term; /* the peer's Terminate (engine thread only) */
+	bool term_valid;
+
+	pthread_mutex_t sq_lock;
+	pthread_mutex_t rd_lock;
+	pthread_cond_t rd_cond;
+	struct xs_read rd[XS_MAX_ORD];
+	unsigned rd_head, rd_count, ord;
+};
+
+static uint32_t xs_qpn_next = 1;
+static int xs_nqp;
+
+static struct xs_qp *to_xs_qp(struct ibv_qp *qp)
+{
+	return (struct xs_qp *)qp;
+}
+
+static enum ibv_qp_state qp_state(struct xs_qp *q)
+{
+	return __atomic_load_n(&q->qp.state, __ATOMIC_ACQUIRE);
+}
+
+static void qp_set_state(struct xs_qp *q, enum ibv_qp_state s)
+{
+	__atomic_store_n(&q->qp.state, s, __ATOMIC_RELEASE);
+	q->attr.qp_state = s;
+	q->attr.cur_qp_state = s;
+}
+
+static struct xs_conn *qp_conn(struct xs_qp *q)
+{
+	return __atomic_load_n(&q->conn, __ATOMIC_ACQUIRE);
+}
+
+/* Lock the receive queue from an application thread: once connected the
+ * engine places into it under the conn rx lock, which comes first. */
+static struct xs_conn *qp_rx_lock(struct xs_qp *q)
+{
+	for (;;) {
+		struct xs_conn *c = qp_conn(q);
+
+		if (c && __atomic_load_n(&q->conn_dead, __ATOMIC_ACQUIRE))
+			c = NULL;
+		if (c)
+			xs_conn_rx_lock(c);
+		pthread_mutex_lock(&q->rx_lock);
+		if (c || !q->conn || q->conn_dead)
+			return c;
+		/* bound while we waited: retake in order */
+		pthread_mutex_unlock(&q->rx_lock);
+	}
+}
+
+static void qp_rx_unlock(struct xs_qp *q, struct xs_conn *c)
+{
+	pthread_mutex_unlock(&q->rx_lock);
+	if (c)
+		xs_conn_rx_unlock(c);
+}
+
+static void rwr_put(struct xs_qp *q, struct xs_rwr *r)
+{
+	free(r->bounce);
+	r->bounce = NULL;
+	r->next = q->rfree;
+	q->rfree = r;
+}
+
+static void push_wc(struct ibv_cq *cq, struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
+		    enum ibv_wc_status st, uint32_t len)
+{
+	struct ibv_wc wc = {
+		.wr_id = wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = len,
+		.qp_num = q->qp.qp_num,
+	};
+
+	xs_cq_push(cq, &wc, false);
+}
+
+/* ---- flushing ------------------------------------------------------------- */
+
+/* Receives: rx_lock held.  complete = false discards (to RESET). */
+static void flush_recvs(struct xs_qp *q, bool complete)
+{
+	struct ddp_delivery d;
+
+	while (ddp_queue_flush(&q->rq, &d) == 1) {
+		struct xs_rwr *r = d.cookie;
+
+		if (complete)
+			push_wc(q->qp.recv_cq, q, r->wr_id, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, 0);
+		rwr_put(q, r);
+	}
+}
+
+/* Does a Terminate from the peer name this Read (its Read Request header
+ * is in the Terminate), or is it a Read source error (RDMAP/1)? */
+static enum ibv_wc_status term_status(const struct rdmap_term *t, const struct xs_read *rd)
+{
+	struct rdmap_read_req rr;
+	struct xs_err e;
+
+	if (t->r && rdmap_read_req_decode(t->rdmap_hdr, t->rdmap_hdr_len, &rr, &e) == 0 &&
+	    rr.sink_stag != rd->sink_stag)
+		return IBV_WC_WR_FLUSH_ERR;
+	if (t->cause.layer == XS_LAYER_RDMAP && t->cause.etype == RDMAP_ETYPE_REMOTE_PROT)
+		return IBV_WC_REM_ACCESS_ERR;
+	if (t->r && t->cause.layer == XS_LAYER_RDMAP && t->cause.etype == RDMAP_ETYPE_REMOTE_OP)
+		return IBV_WC_REM_OP_ERR;
+	if (t->r && t->cause.layer == XS_LAYER_DDP && t->cause.etype == DDP_ETYPE_UNTAGGED)
+		return IBV_WC_REM_INV_REQ_ERR;
+	return IBV_WC_WR_FLUSH_ERR;
+}
+
+static void flush_reads(struct xs_qp *q, bool complete, const struct rdmap_term *t)
+{
+	pthread_mutex_lock(&q->rd_lock);
+	for (bool first = true; q->rd_count; first = false) {
+		struct xs_read *rd = &q->rd[q->rd_head];
+		enum ibv_wc_status st = first && t ? term_status(t, rd) : IBV_WC_WR_FLUSH_ERR;
+
+		if (complete)
+			push_wc(q->qp.send_cq, q, rd->wr_id, IBV_WC_RDMA_READ, st, 0);
+		q->rd_head = (q->rd_head + 1) % XS_MAX_ORD;
+		q->rd_count--;
+	}
+	pthread_cond_broadcast(&q->rd_cond);
+	pthread_mutex_unlock(&q->rd_lock);
+}
+
+/* To ERROR, flushing every WR.  engine: called from an upcall (the engine
+ * may hold the conn rx lock).  t: the peer's Terminate, if one caused it. */
+static void qp_enter_error(struct xs_qp *q, bool engine, const struct rdmap_term *t)
+{
+	struct xs_conn *c = NULL;
+	enum ibv_qp_state old;
+
+	pthread_mutex_lock(&q->lock);
+	old = q->qp.state;
+	qp_set_state(q, IBV_QPS_ERR);
+	pthread_mutex_unlock(&q->lock);
+	/* already flushed: ERR queues nothing (posts check the state under
+	 * the same locks as the flush) */
+	if (old == IBV_QPS_ERR)
+		return;
+	flush_reads(q, true, t);
+	if (engine)
+		pthread_mutex_lock(&q->rx_lock);
+	else
+		c = qp_rx_lock(q);
+	flush_recvs(q, true);
+	qp_rx_unlock(q, c);
+}
+
+/* ---- Terminate helpers ------------------------------------------------------ */
+
+/* A Terminate naming an untagged message we received (its header rebuilt
+ * with MO 0: the engine does not keep the segment's own). */
+static void term_untagged(struct rdmap_term *t, const struct xs_err *cause, enum rdmap_opcode op,
+			  uint32_t qn, const struct ddp_delivery *d)
+{
+	struct ddp_hdr h = {
+		.tagged = false,
+		.last = true,
+		.dv = DDP_VERSION,
+		.rsvdulp = rdmap_ctrl_encode(op),
+		.rsvdulp2 = d->rsvdulp2,
+		.qn = qn,
+		.msn = d->msn,
+		.mo = 0,
+	};
+
+	memset(t, 0, sizeof(*t));
+	t->cause = *cause;
+	t->d = true;
+	t->ddp_hdr_len = (uint8_t)ddp_hdr_encode(&h, t->ddp_hdr);
+}
+
+static void qp_terminate(struct xs_qp *q, const struct rdmap_term *t)
+{
+	struct xs_conn *c = qp_conn(q);
+
+	if (c && xs_conn_terminate(c, t) < 0)
+		xs_log("QP %u: Terminate not sent\n", q->qp.qp_num);
+	qp_enter_error(q, true, NULL);
+}
+
+/* ---- upcalls (engine thread) ---------------------------------------------- */
+
+static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t to, uint32_t len,
+		      uint8_t **dst, struct xs_err *err)
+{
+	struct xs_qp *q = ctx;
+	bool ok = false, empty = false;
+
+	if (op == RDMAP_OP_WRITE)
+		return xs_mr_resolve(q->qp.pd, stag, to, len, XS_ACCESS_REMOTE_WRITE, dst, err);
+	if (op != RDMAP_OP_READ_RESP) {
+		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP, RDMAP_ECODE_UNEXPECTED_OP);
+		return -EPROTO;
+	}
+	/* a Read Response must land in the sink of the oldest Read */
+	pthread_mutex_lock(&q->rd_lock);
+	if (q->rd_count) {
+		const struct xs_read *rd = &q->rd[q->rd_head];
+
+		ok = rd->sink_stag == stag && to >= rd->sink_to && len <= rd->len &&
+		     to - rd->sink_to <= rd->len - len;
+		empty = ok && rd->len == 0;
+	}
+	pthread_mutex_unlock(&q->rd_lock);
+	if (!ok) {
+		xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG);
+		return -EPROTO;
+	}
+	if (empty) { /* zero-length Read: no sink MR to look at */
+		static uint8_t none;
+
+		*dst = &none;
+		return 0;
+	}
+	return xs_mr_resolve(q->qp.pd, stag, to, len, XS_ACCESS_READ_SINK, dst, err);
+}
+
+static void qp_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_hdr *h)
+{
+	struct xs_qp *q = ctx;
+
+	if (op != RDMAP_OP_READ_RESP)
+		return;
+	pthread_mutex_lock(&q->rd_lock);
+	if (q->rd_count) {
+		struct xs_read *rd = &q->rd[q->rd_head];
+
+		if (rd->signaled)
+			push_wc(q->qp.send_cq, q, rd->wr_id, IBV_WC_RDMA_READ, IBV_WC_SUCCESS, rd->len);
+		q->rd_head = (q->rd_head + 1) % XS_MAX_ORD;
+		q->rd_count--;
+		pthread_cond_broadcast(&q->rd_cond);
+	}
+	pthread_mutex_unlock(&q->rd_lock);
+}
+
+static void deliver_send(struct xs_qp *q, enum rdmap_opcode op, const struct ddp_delivery *d)
+{
+	struct xs_rwr *r = d->cookie;
+	struct ibv_wc wc = {
+		.wr_id = r->wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV,
+		.byte_len = d->msg_len,
+		.qp_num = q->qp.qp_num,
+	};
+	bool se = op == RDMAP_OP_SEND_SE || op == RDMAP_OP_SEND_SE_INV;
+	bool inv_failed = false;
+	struct xs_err err;
+
+	if (r->bounce) {
+		uint32_t left = d->msg_len, off = 0;
+
+		for (uint32_t i = 0; i < r->nsg && left; i++) {
+			uint32_t n = r->sg[i].len < left ? r->sg[i].len : left;
+
+			memcpy(r->sg[i].ptr, r->bounce + off, n);
+			off += n;
+			left -= n;
+		}
+	}
+	if (op == RDMAP_OP_SEND_INV || op == RDMAP_OP_SEND_SE_INV) {
+		if (xs_mr_invalidate(q->qp.pd, d->rsvdulp2, &err) == 0) {
+			wc.wc_flags |= IBV_WC_WITH_INV;
+			wc.invalidated_rkey = d->rsvdulp2;
+		} else {
+			wc.status = IBV_WC_REM_INV_REQ_ERR;
+			inv_failed = true;
+		}
+	}
+	xs_cq_push(q->qp.recv_cq, &wc, se);
+	pthread_mutex_lock(&q->rx_lock);
+	rwr_put(q, r);
+	pthread_mutex_unlock(&q->rx_lock);
+	if (inv_failed) {
+		struct rdmap_term t;
+
+		term_untagged(&t, &err, op, RDMAP_QN_SEND, d);
+		qp_terminate(q, &t);
+	}
+}
+
+static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
+{
+	struct xs_conn *c = qp_conn(q);
+	struct rdmap_read_req rr;
+	struct xs_err err;
+	uint8_t *src = NULL;
+	int rc;
+
+	if (qp_state(q) != IBV_QPS_RTS && qp_state(q) != IBV_QPS_SQD)
+		return; /* in error: the stream is going away */
+	rc = rdmap_read_req_decode(d->addr, d->msg_len, &rr, &err);
+	if (rc == 0)
+		rc = xs_mr_resolve(q->qp.pd, rr.src_stag, rr.src_to, rr.size, XS_ACCESS_REMOTE_READ,
+				   &src, &err);
+	if (rc == 0) {
+		rc = xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, src, rr.size);
+		if (rc < 0)
+			xs_err_set(&err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				   RDMAP_ECODE_UNSPECIFIED);
+	}
+	if (rc == 0) {
+		/* the 28 octets were decoded: the buffer serves the next one */
+		if (ddp_queue_post(&q->rrq, d->addr, RDMAP_READ_REQ_LEN, NULL) < 0)
+			xs_log("QP %u: IRD buffer lost\n", q->qp.qp_num);
+		return;
+	}
+	struct rdmap_term t;
+
+	term_untagged(&t, &err, RDMAP_OP_READ_REQ, RDMAP_QN_READ_REQ, d);
+	if (d->msg_len == RDMAP_READ_REQ_LEN) {
+		t.r = true;
+		t.rdmap_hdr_len = RDMAP_READ_REQ_LEN;
+		memcpy(t.rdmap_hdr, d->addr, RDMAP_READ_REQ_LEN);
+	}
+	qp_terminate(q, &t);
+}
+
+static void qp_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struct ddp_delivery *d)
+{
+	struct xs_qp *q = ctx;
+	struct xs_err err;
+
+	switch (qn) {
+	case RDMAP_QN_SEND:
+		deliver_send(q, op, d);
+		break;
+	case RDMAP_QN_READ_REQ:
+		deliver_read_req(q, d);
+		break;
+	case RDMAP_QN_TERMINATE:
+		/* the failed upcall follows; keep the cause for the completions */
+		if (rdmap_term_decode(d->addr, d->msg_len, &q->term, &err) == 0 ||
+		    rdmap_term_decode_siw(d->addr, d->msg_len, &q->term, &err) == 0)
+			q->term_valid = true;
+		break;
+	default:
+		break;
+	}
+}
+
+static void qp_failed(void *ctx, bool local, const struct xs_err *err)
+{
+	struct xs_qp *q = ctx;
+	bool closed = err && err->layer == XS_LAYER_LLP && err->etype == 0 && err->ecode == 0x01;
+
+	__atomic_store_n(&q->conn_dead, true, __ATOMIC_RELEASE);
+	qp_enter_error(q, true, !local && q->term_valid ? &q->term : NULL);
+	if (!closed) {
+		struct ibv_async_event ev = { .element.qp = &q->qp, .event_type = IBV_EVENT_QP_FATAL };
+
+		xs_async_event(q->qp.context, &ev);
+	}
+}
+
+static const struct xs_conn_ops xs_qp_conn_ops = {
+	.resolve = qp_resolve,
+	.deliver = qp_deliver,
+	.tagged_last = qp_tagged_last,
+	.failed = qp_failed,
+};
+
+/* ---- create / destroy ----------------------------------------------------- */
+
+XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	struct xs_qp *q;
+	unsigned depth, nsge;
+
+	if (!pd || !a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->qp_type != IBV_QPT_RC || a->srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!a->send_cq || !a->recv_cq || a->cap.max_send_wr > XS_MAX_QP_WR ||
+	    a->cap.max_recv_wr > XS_MAX_QP_WR || a->cap.max_send_sge > XS_MAX_SGE ||
+	    a->cap.max_recv_sge > XS_MAX_SGE || a->cap.max_inline_data > XS_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (__atomic_add_fetch(&xs_nqp, 1, __ATOMIC_RELAXED) > XS_MAX_QP) {
+		__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
+		errno = ENOMEM;
+		return NULL;
+	}
+	depth = a->cap.max_recv_wr ? a->cap.max_recv_wr : 1;
+	nsge = a->cap.max_recv_sge ? a->cap.max_recv_sge : 1;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		goto nomem;
+	q->rwr = calloc(depth, sizeof(*q->rwr));
+	q->sgs = calloc((size_t)depth * nsge, sizeof(*q->sgs));
+	if (!q->rwr || !q->sgs || ddp_queue_init(&q->rq, RDMAP_QN_SEND, depth, 1) < 0)
+		goto nomem;
+	for (unsigned i = depth; i-- > 0;) {
+		q->rwr[i].sg = &q->sgs[(size_t)i * nsge];
+		q->rwr[i].next = q->rfree;
+		q->rfree = &q->rwr[i];
+	}
+	a->cap.max_inline_data = XS_MAX_INLINE;
+	q->cap = a->cap;
+	q->sq_sig_all = a->sq_sig_all != 0;
+	q->ird_pref = XS_MAX_IRD;
+	q->ord_pref = XS_MAX_ORD;
+	q->qp.context = pd->context;
+	q->qp.qp_context = a->qp_context;
+	q->qp.pd = pd;
+	q->qp.send_cq = a->send_cq;
+	q->qp.recv_cq = a->recv_cq;
+	q->qp.qp_type = IBV_QPT_RC;
+	do
+		q->qp.qp_num = __atomic_fetch_add(&xs_qpn_next, 1, __ATOMIC_RELAXED) & 0xffffff;
+	while (q->qp.qp_num == 0);
+	pthread_mutex_init(&q->qp.mutex, NULL);
+	pthread_cond_init(&q->qp.cond, NULL);
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_mutex_init(&q->rx_lock, NULL);
+	pthread_mutex_init(&q->sq_lock, NULL);
+	pthread_mutex_init(&q->rd_lock, NULL);
+	pthread_cond_init(&q->rd_cond, NULL);
+	q->attr.cap = q->cap;
+	q->attr.port_num = XS_PORT_NUM;
+	q->attr.path_mtu = IBV_MTU_1024;
+	q->attr.max_rd_atomic = (uint8_t)q->ord_pref;
+	q->attr.max_dest_rd_atomic = (uint8_t)q->ird_pref;
+	qp_set_state(q, IBV_QPS_RESET);
+	__atomic_add_fetch(&((struct xs_cq *)a->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&((struct xs_cq *)a->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	return &q->qp;
+nomem:
+	if (q) {
+		free(q->rwr);
+		free(q->sgs);
+		free(q);
+	}
+	__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* The ex entry point (ibv_create_qp_ex, rdma_create_qp_ex): PD-only masks. */
+struct ibv_qp *xs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ax)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_qp *qp;
+
+	if (ax->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_context = ax->qp_context;
+	a.send_cq = ax->send_cq;
+	a.recv_cq = ax->recv_cq;
+	a.srq = ax->srq;
+	a.cap = ax->cap;
+	a.qp_type = ax->qp_type;
+	a.sq_sig_all = ax->sq_sig_all;
+	qp = ibv_create_qp(ax->pd, &a);
+	if (qp)
+		ax->cap = a.cap;
+	return qp;
+}
+
+XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+	struct xs_conn *c = qp_conn(q);
+
+	if (c) {
+		/* the QP owns the reference bind took over; after put no upcall runs */
+		xs_conn_disconnect(c);
+		xs_conn_put(c);
+	}
+	__atomic_store_n(&q->conn_dead, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&q->conn, NULL, __ATOMIC_RELEASE);
+	flush_reads(q, false, NULL);
+	pthread_mutex_lock(&q->rx_lock);
+	flush_recvs(q, false);
+	pthread_mutex_unlock(&q->rx_lock);
+	ddp_queue_destroy(&q->rq);
+	if (q->rx_extra) {
+		ddp_queue_destroy(&q->rrq);
+		ddp_queue_destroy(&q->tq);
+	}
+	__atomic_sub_fetch(&((struct xs_cq *)ibqp->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&((struct xs_cq *)ibqp->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	pthread_mutex_destroy(&q->qp.mutex);
+	pthread_cond_destroy(&q->qp.cond);
+	pthread_mutex_destroy(&q->lock);
+	pthread_mutex_destroy(&q->rx_lock);
+	pthread_mutex_destroy(&q->sq_lock);
+	pthread_mutex_destroy(&q->rd_lock);
+	pthread_cond_destroy(&q->rd_cond);
+	free(q->ird_bufs);
+	free(q->rwr);
+	free(q->sgs);
+	free(q);
+	__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- state machine -------------------------------------------------------- */
+
+static bool qp_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state next)
+{
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		return true;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		return next == IBV_QPS_INIT;
+	case IBV_QPS_INIT:
+		return next == IBV_QPS_INIT || next == IBV_QPS_RTR;
+	case IBV_QPS_RTR:
+		return next == IBV_QPS_RTS;
+	case IBV_QPS_RTS:
+		return next == IBV_QPS_RTS || next == IBV_QPS_SQD;
+	case IBV_QPS_SQD:
+		return next == IBV_QPS_SQD || next == IBV_QPS_RTS;
+	case IBV_QPS_SQE:
+		return next == IBV_QPS_RTS;
+	default:
+		return false;
+	}
+}
+
+/* To RESET: WRs are dropped without completions (verbs spec). */
+static void qp_reset(struct xs_qp *q)
+{
+	struct xs_conn *c;
+
+	flush_reads(q, false, NULL);
+	c = qp_rx_lock(q);
+	flush_recvs(q, false);
+	if (!c)
+		q->rq.msn_head = 1; /* a fresh connection starts at MSN 1 */
+	qp_rx_unlock(q, c);
+}
+
+XS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+	enum ibv_qp_state cur, next;
+
+	pthread_mutex_lock(&q->lock);
+	cur = q->qp.state;
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if (((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) ||
+	    ((mask & IBV_QP_STATE) && !qp_transition_ok(cur, next)) ||
+	    ((mask & IBV_QP_PORT) && attr->port_num != XS_PORT_NUM) ||
+	    ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > XS_MAX_ORD) ||
+	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > XS_MAX_IRD) ||
+	    ((mask & IBV_QP_CAP))) {
+		pthread_mutex_unlock(&q->lock);
+		return EINVAL;
+	}
+	/* path, PSN, timeout and retry attributes mean nothing over TCP:
+	 * kept for query_qp only */
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		q->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PATH_MTU)
+		q->attr.path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_SQ_PSN)
+		q->attr.sq_psn = attr->sq_psn;
+	if (mask & IBV_QP_RQ_PSN)
+		q->attr.rq_psn = attr->rq_psn;
+	if (mask & IBV_QP_TIMEOUT)
+		q->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		q->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		q->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		q->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_DEST_QPN)
+		q->attr.dest_qp_num = attr->dest_qp_num;
+	if (mask & IBV_QP_AV)
+		q->attr.ah_attr = attr->ah_attr;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC) {
+		q->ord_pref = attr->max_rd_atomic;
+		q->attr.max_rd_atomic = attr->max_rd_atomic;
+	}
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
+		q->ird_pref = attr->max_dest_rd_atomic;
+		q->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	}
+	if (next != IBV_QPS_ERR && next != IBV_QPS_RESET)
+		qp_set_state(q, next);
+	pthread_mutex_unlock(&q->lock);
+	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
+		qp_enter_error(q, false, NULL);
+	} else if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET) {
+		qp_reset(q);
+		pthread_mutex_lock(&q->lock);
+		qp_set_state(q, IBV_QPS_RESET);
+		pthread_mutex_unlock(&q->lock);
+	}
+	return 0;
+}
+
+XS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+			   struct ibv_qp_init_attr *init_attr)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+
+	if (!attr || !init_attr)
+		return EINVAL;
+	pthread_mutex_lock(&q->lock);
+	*attr = q->attr;
+	attr->qp_state = attr->cur_qp_state = q->qp.state;
+	pthread_mutex_unlock(&q->lock);
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = q->qp.qp_context;
+	init_attr->send_cq = q->qp.send_cq;
+	init_attr->recv_cq = q->qp.recv_cq;
+	init_attr->cap = q->cap;
+	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->sq_sig_all = q->sq_sig_all;
+	return 0;
+}
+
+/* ---- QP <-> CM --------------------------------------------------------------- */
+
+void xs_qp_read_limits(struct ibv_qp *ibqp, uint16_t *ird, uint16_t *ord)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+
+	pthread_mutex_lock(&q->lock);
+	*ird = q->ird_pref < XS_MAX_IRD ? q->ird_pref : XS_MAX_IRD;
+	*ord = q->ord_pref < XS_MAX_ORD ? q->ord_pref : XS_MAX_ORD;
+	pthread_mutex_unlock(&q->lock);
+}
+
+int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agreed *agreed)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+	enum ibv_qp_state st = qp_state(q);
+	/* no negotiation (MPA rev 1) may say 0: allow one Read each way */
+	unsigned ird = agreed->ird ? agreed->ird : 1, ord = agreed->ord ? agreed->ord : 1;
+	int rc;
+
+	if (ird > XS_MAX_IRD)
+		ird = XS_MAX_IRD;
+	if (ord > XS_MAX_ORD)
+		ord = XS_MAX_ORD;
+	if (st != IBV_QPS_RESET && st != IBV_QPS_INIT && st != IBV_QPS_RTR)
+		return -EINVAL;
+	if (qp_conn(q) || q->rx_extra)
+		return -EBUSY;
+	q->ird_bufs = malloc((size_t)ird * RDMAP_READ_REQ_LEN);
+	if (!q->ird_bufs)
+		return -ENOMEM;
+	if (ddp_queue_init(&q->rrq, RDMAP_QN_READ_REQ, XS_MAX_IRD, 1) < 0)
+		goto nomem;
+	if (ddp_queue_init(&q->tq, RDMAP_QN_TERMINATE, XS_TERM_BUFS, 1) < 0) {
+		ddp_queue_destroy(&q->rrq);
+		goto nomem;
+	}
+	q->rx_extra = true;
+	for (unsigned i = 0; i < ird; i++)
+		ddp_queue_post(&q->rrq, q->ird_bufs + (size_t)i * RDMAP_READ_REQ_LEN,
+			       RDMAP_READ_REQ_LEN, NULL);
+	for (unsigned i = 0; i < XS_TERM_BUFS; i++)
+		ddp_queue_post(&q->tq, q->term_bufs[i], XS_TERM_BUF, NULL);
+	pthread_mutex_lock(&q->rd_lock);
+	q->ord = ord;
+	pthread_mutex_unlock(&q->rd_lock);
+	/* posters that see conn from now on take the conn rx lock */
+	pthread_mutex_lock(&q->rx_lock);
+	__atomic_store_n(&q->conn, c, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&q->rx_lock);
+	rc = xs_conn_attach(c, &xs_qp_conn_ops, q, &q->rq, &q->rrq, &q->tq);
+	if (rc < 0) {
+		pthread_mutex_lock(&q->rx_lock);
+		__atomic_store_n(&q->conn, NULL, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&q->rx_lock);
+		ddp_queue_destroy(&q->rrq);
+		ddp_queue_destroy(&q->tq);
+		q->rx_extra = false;
+		free(q->ird_bufs);
+		q->ird_bufs = NULL;
+		return rc;
+	}
+	pthread_mutex_lock(&q->lock);
+	q->attr.max_rd_atomic = (uint8_t)ord;
+	q->attr.max_dest_rd_atomic = (uint8_t)ird;
+	/* Attached: the QP owns the connection from here on, even if the
+	 * stream already failed (the close then arrives as DISCONNECTED). */
+	if (q->qp.state != IBV_QPS_ERR)
+		qp_set_state(q, IBV_QPS_RTS);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+nomem:
+	free(q->ird_bufs);
+	q->ird_bufs = NULL;
+	return -ENOMEM;
+}
+
+void xs_qp_flush(struct ibv_qp *ibqp)
+{
+	qp_enter_error(to_xs_qp(ibqp), false, NULL);
+}
+
+/* ---- post_recv ------------------------------------------------------------- */
+
+static int post_one_recv(struct xs_qp *q, const struct ibv_recv_wr *wr)
+{
+	enum ibv_qp_state st = qp_state(q);
+	struct xs_sg sg[XS_MAX_SGE];
+	uint64_t total = 0;
+	struct xs_rwr *r;
+	uint8_t *buf;
+	int rc;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_recv_sge)
+		return EINVAL;
+	if (st == IBV_QPS_RESET)
+		return EINVAL;
+	if (st == IBV_QPS_ERR) {
+		push_wc(q->qp.recv_cq, q, wr->wr_id, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, 0);
+		return 0;
+	}
+	/* bad lkeys fail the post (we check at post time, not at placement) */
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *s = &wr->sg_list[i];
+
+		sg[i].len = s->length;
+		sg[i].ptr = s->length ? xs_mr_local(q->qp.pd, s->lkey, s->addr, s->length, true)
+				      : NULL;
+		if (s->length && !sg[i].ptr)
+			return EINVAL;
+		total += s->length;
+	}
+	if (total > UINT32_MAX)
+		return EINVAL;
+	r = q->rfree;
+	if (!r)
+		return ENOMEM;
+	r->wr_id = wr->wr_id;
+	r->bounce = NULL;
+	r->nsg = 0;
+	if (wr->num_sge <= 1) {
+		buf = wr->num_sge ? sg[0].ptr : NULL;
+	} else {
+		buf = r->bounce = malloc(total ? total : 1);
+		if (!buf)
+			return ENOMEM;
+		r->nsg = (uint32_t)wr->num_sge;
+		memcpy(r->sg, sg, r->nsg * sizeof(*sg));
+	}
+	rc = ddp_queue_post(&q->rq, buf, (uint32_t)total, r);
+	if (rc < 0) {
+		free(r->bounce);
+		r->bounce = NULL;
+		return ENOMEM;
+	}
+	q->rfree = r->next;
+	return 0;
+}
+
+int xs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+	struct xs_conn *c = qp_rx_lock(q);
+	int rc = 0;
+
+	for (; wr; wr = wr->next) {
+		rc = post_one_recv(q, wr);
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+	}
+	qp_rx_unlock(q, c);
+	return rc;
+}
+
+/* ---- post_send -------------------------------------------------------------- */
+
+/* A local error completes the WR with st and fails the QP (verbs spec). */
+static int send_local_error(struct xs_qp *q, const struct ibv_send_wr *wr, enum ibv_wc_opcode op,
+			    enum ibv_wc_status st)
+{
+	push_wc(q->qp.send_cq, q, wr->wr_id, op, st, 0);
+	qp_enter_error(q, false, NULL);
+	return 0;
+}
+
+static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_wr *wr,
+		     bool signaled)
+{
+	const struct ibv_sge *s = wr->num_sge ? &wr->sg_list[0] : NULL;
+	struct rdmap_read_req rr = {
+		.sink_stag = s ? s->lkey : 0,
+		.sink_to = s ? s->addr : 0,
+		.size = s ? s->length : 0,
+		.src_stag = wr->wr.rdma.rkey,
+		.src_to = wr->wr.rdma.remote_addr,
+	};
+	struct xs_read *rd;
+	unsigned limit;
+
+	if (wr->num_sge > 1)
+		return EINVAL; /* max_sge_rd is 1 */
+	if (s && s->length && !xs_mr_local(q->qp.pd, s->lkey, s->addr, s->length, true))
+		return send_local_error(q, wr, IBV_WC_RDMA_READ, IBV_WC_LOC_PROT_ERR);
+	pthread_mutex_lock(&q->rd_lock);
+	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+	if (!limit)
+		limit = 1;
+	/* beyond ORD: wait for a Read to complete (keeps WR order) */
+	while (q->rd_count >= limit && qp_state(q) == IBV_QPS_RTS)
+		pthread_cond_wait(&q->rd_cond, &q->rd_lock);
+	if (qp_state(q) != IBV_QPS_RTS) {
+		pthread_mutex_unlock(&q->rd_lock);
+		push_wc(q->qp.send_cq, q, wr->wr_id, IBV_WC_RDMA_READ, IBV_WC_WR_FLUSH_ERR, 0);
+		return 0;
+	}
+	rd = &q->rd[(q->rd_head + q->rd_count) % XS_MAX_ORD];
+	rd->wr_id = wr->wr_id;
+	rd->sink_stag = rr.sink_stag;
+	rd->sink_to = rr.sink_to;
+	rd->len = rr.size;
+	rd->signaled = signaled;
+	q->rd_count++;
+	pthread_mutex_unlock(&q->rd_lock);
+	if (xs_conn_read_req(c, &rr) < 0)
+		qp_enter_error(q, false, NULL); /* flushes this Read too */
+	return 0;
+}
+
+static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr)
+{
+	enum ibv_qp_state st = qp_state(q);
+	bool signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	bool se = (wr->send_flags & IBV_SEND_SOLICITED) != 0;
+	struct iovec iov[XS_MAX_SGE];
+	uint8_t inl[XS_MAX_INLINE];
+	enum ibv_wc_opcode wop;
+	uint64_t total = 0;
+	struct xs_conn *c;
+	int n = 0, rc;
+
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_INV:
+		wop = IBV_WC_SEND;
+		break;
+	case IBV_WR_RDMA_WRITE:
+		wop = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_RDMA_READ:
+		wop = IBV_WC_RDMA_READ;
+		break;
+	default: /* immediate data (iWARP has none), atomics, MW, TSO */
+		return EINVAL;
+	}
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
+		return EINVAL;
+	if (st == IBV_QPS_ERR) {
+		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
+		return 0;
+	}
+	if (st != IBV_QPS_RTS)
+		return EINVAL;
+	c = qp_conn(q);
+	if (!c)
+		return ENOTCONN;
+	if (wr->opcode == IBV_WR_RDMA_READ)
+		return post_read(q, c, wr, signaled);
+
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		for (int i = 0; i < wr->num_sge; i++) {
+			const struct ibv_sge *s = &wr->sg_list[i];
+
+			if (s->length > XS_MAX_INLINE - total)
+				return EINVAL;
+			memcpy(inl + total, (const void *)(uintptr_t)s->addr, s->length);
+			total += s->length;
+		}
+		iov[0].iov_base = inl;
+		iov[0].iov_len = total;
+		n = 1;
+	} else {
+		for (int i = 0; i < wr->num_sge; i++) {
+			const struct ibv_sge *s = &wr->sg_list[i];
+			uint8_t *p = NULL;
+
+			if (s->length) {
+				p = xs_mr_local(q->qp.pd, s->lkey, s->addr, s->length, false);
+				if (!p)
+					return send_local_error(q, wr, wop, IBV_WC_LOC_PROT_ERR);
+			}
+			iov[n].iov_base = p;
+			iov[n++].iov_len = s->length;
+			total += s->length;
+		}
+		if (total > UINT32_MAX)
+			return send_local_error(q, wr, wop, IBV_WC_LOC_LEN_ERR);
+	}
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE_INV : RDMAP_OP_SEND_INV,
+				  wr->invalidate_rkey, iov, n);
+		break;
+	default:
+		rc = xs_conn_tagged(c, RDMAP_OP_WRITE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+				    iov, n);
+		break;
+	}
+	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
+		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
+		qp_enter_error(q, false, NULL);
+		return 0;
+	}
+	if (signaled)
+		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total);
+	return 0;
+}
+
+int xs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+	int rc = 0;
+
+	pthread_mutex_lock(&q->sq_lock);
+	for (; wr; wr = wr->next) {
+		rc = post_one_send(q, wr);
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&q->sq_lock);
+	return rc;
+}

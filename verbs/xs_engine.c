@@ -1,0 +1,1274 @@
+/* The engine: one io_uring thread per process that owns the receive side of
+ * every TCP connection, accepts and connects, runs the MPA handshakes and
+ * serves RDMA Read Responses; plus the transmit path that application
+ * threads run directly (the fast path: no hand-off to another thread).
+ *
+ * io_uring is used for readiness (one-shot POLL_ADD re-armed per event) and
+ * a wake-up eventfd; the socket I/O itself is nonblocking recv/writev on the
+ * engine thread, which lets a receive go straight into the buffer the DDP
+ * header names (iw_rx_direct) instead of through a staging copy. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/xs_be.h"
+#include "verbs/xs_internal.h"
+
+enum conn_state {
+	CONN_CONNECTING, /* initiator: TCP connect in progress */
+	CONN_WAIT_REPLY, /* initiator: Request sent */
+	CONN_WAIT_REQUEST, /* responder: reading the Request */
+	CONN_WAIT_ACCEPT, /* responder: Request handed to the CM */
+	CONN_ACCEPTED, /* handshake done, waiting for a QP to attach */
+	CONN_ESTABLISHED, /* receiving */
+	CONN_CLOSED,
+};
+
+#define XS_RBUF 65536
+#define XS_RR_MAX XS_MAX_IRD
+#define XS_HS_MAX (MPA_RR_HDR_LEN + MPA_PD_MAX)
+
+/* One queued RDMA Read Response (responder side). */
+struct xs_rresp {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	const uint8_t *src;
+	uint32_t len;
+};
+
+/* io_uring user_data tags (low bits of the object pointer) */
+enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3 };
+
+struct xs_conn {
+	int fd;
+	enum conn_state state;
+	int refs; /* owner + engine (engine mutex) */
+	bool owner_gone;
+	bool initiator;
+	bool poll_armed;
+	bool want_out; /* POLLOUT wanted (pending Read Responses) */
+	bool dead; /* stream failed or closed: no more tx */
+	bool fin_sent;
+	bool disconnect_asked;
+	bool engine_ref_dropped;
+
+	/* handshake */
+	struct mpa_prefs prefs;
+	uint8_t prefs_pdata[MPA_PD_MAX];
+	struct mpa_frame req; /* sent (initiator) or received (responder) */
+	uint8_t req_buf[XS_HS_MAX];
+	uint8_t hs_buf[XS_HS_MAX];
+	size_t hs_have, hs_need;
+	struct mpa_agreed agreed;
+	xs_connect_fn connect_cb;
+	void *connect_ctx;
+	struct xs_listener *listener;
+
+	/* receive (engine thread, under rx_mu) */
+	pthread_mutex_t rx_mu;
+	struct iw_rx rx;
+	const struct xs_conn_ops *ops;
+	void *qp;
+	bool term_seen;
+	struct xs_err term_cause;
+	uint8_t *rbuf;
+
+	/* transmit: exclusive ownership by one thread at a time */
+	pthread_mutex_t tx_mu;
+	pthread_cond_t tx_cv;
+	bool tx_busy; /* someone is writing FPDUs */
+	bool tx_engine; /* ... and it is the engine (a partial FPDU is pending) */
+	struct iw_tx tx;
+	struct iovec tx_rem[MPA_TX_MAX_IOV]; /* engine: rest of a partial FPDU */
+	int tx_remcnt;
+	struct xs_rresp rr[XS_RR_MAX];
+	unsigned rr_head, rr_count;
+	struct ddp_segmenter rr_seg;
+	bool rr_active;
+
+	xs_conn_closed_fn closed_cb;
+	void *closed_ctx;
+	bool closed_reported;
+
+	struct xs_conn *cmd_next; /* engine command queue */
+	unsigned cmd_flags;
+};
+
+enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4 };
+
+struct xs_listener {
+	int fd;
+	xs_accept_fn cb;
+	void *ctx;
+	pthread_mutex_t mu; /* held around callbacks; closing is set under it */
+	int refs; /* the listener itself + connections still reading a Request (eng.mu) */
+	bool closing;
+	struct xs_listener *cmd_next;
+	bool cmd_queued;
+};
+
+static struct {
+	pthread_once_t once;
+	int init_err;
+	pthread_t thread;
+	struct io_uring ring;
+	int wake_fd;
+	uint64_t wake_buf;
+	pthread_mutex_t mu; /* command queues and refcounts */
+	struct xs_conn *cmds;
+	struct xs_listener *lcmds;
+} eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread bool on_engine_thread;
+
+static void *engine_main(void *arg);
+
+static void engine_init(void)
+{
+	int rc;
+
+	eng.wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (eng.wake_fd < 0) {
+		eng.init_err = -errno;
+		return;
+	}
+	rc = io_uring_queue_init(256, &eng.ring, 0);
+	if (rc < 0) {
+		eng.init_err = rc;
+		close(eng.wake_fd);
+		return;
+	}
+	rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
+	if (rc) {
+		eng.init_err = -rc;
+		io_uring_queue_exit(&eng.ring);
+		close(eng.wake_fd);
+		return;
+	}
+	pthread_detach(eng.thread);
+}
+
+static int engine_get(void)
+{
+	pthread_once(&eng.once, engine_init);
+	return eng.init_err;
+}
+
+static void engine_wake(void)
+{
+	uint64_t one = 1;
+
+	if (write(eng.wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		xs_log("engine wake: %s", strerror(errno));
+}
+
+/* Ask the engine thread to do something with a connection. */
+static void conn_command(struct xs_conn *c, unsigned flags)
+{
+	pthread_mutex_lock(&eng.mu);
+	if (!c->cmd_flags) {
+		c->cmd_next = eng.cmds;
+		eng.cmds = c;
+		c->refs++;
+	}
+	c->cmd_flags |= flags;
+	pthread_mutex_unlock(&eng.mu);
+	engine_wake();
+}
+
+static void listener_unref(struct xs_listener *l);
+
+static void conn_free(struct xs_conn *c)
+{
+	if (c->listener)
+		listener_unref(c->listener);
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_mutex_destroy(&c->rx_mu);
+	pthread_mutex_destroy(&c->tx_mu);
+	pthread_cond_destroy(&c->tx_cv);
+	free(c->rbuf);
+	free(c);
+}
+
+static void conn_ref(struct xs_conn *c)
+{
+	pthread_mutex_lock(&eng.mu);
+	c->refs++;
+	pthread_mutex_unlock(&eng.mu);
+}
+
+static void conn_unref(struct xs_conn *c)
+{
+	bool last;
+
+	pthread_mutex_lock(&eng.mu);
+	last = --c->refs == 0;
+	pthread_mutex_unlock(&eng.mu);
+	if (last)
+		conn_free(c);
+}
+
+static struct xs_conn *conn_new(int fd)
+{
+	struct xs_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->rbuf = malloc(XS_RBUF);
+	if (!c->rbuf) {
+		free(c);
+		return NULL;
+	}
+	c->fd = fd;
+	c->refs = 1; /* the engine's reference; the owner takes one more */
+	pthread_mutex_init(&c->rx_mu, NULL);
+	pthread_mutex_init(&c->tx_mu, NULL);
+	pthread_cond_init(&c->tx_cv, NULL);
+	return c;
+}
+
+static void listener_unref(struct xs_listener *l)
+{
+	bool last;
+
+	pthread_mutex_lock(&eng.mu);
+	last = --l->refs == 0;
+	pthread_mutex_unlock(&eng.mu);
+	if (last) {
+		close(l->fd);
+		pthread_mutex_destroy(&l->mu);
+		free(l);
+	}
+}
+
+static void arm_poll(void *obj, int tag, int fd, unsigned events);
+
+/* A pending poll holds a reference: the listener outlives its last CQE. */
+static void listener_arm(struct xs_listener *l)
+{
+	pthread_mutex_lock(&eng.mu);
+	l->refs++;
+	pthread_mutex_unlock(&eng.mu);
+	arm_poll(l, TAG_LISTENER, l->fd, POLLIN);
+}
+
+static void arm_poll(void *obj, int tag, int fd, unsigned events)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&eng.ring);
+
+	if (!sqe) {
+		io_uring_submit(&eng.ring);
+		sqe = io_uring_get_sqe(&eng.ring);
+	}
+	io_uring_prep_poll_add(sqe, fd, events);
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)obj | (uintptr_t)tag));
+}
+
+static void conn_arm(struct xs_conn *c)
+{
+	unsigned ev = POLLIN | POLLRDHUP;
+
+	if (c->poll_armed || c->state == CONN_CLOSED)
+		return;
+	if (c->state == CONN_CONNECTING)
+		ev = POLLOUT;
+	else if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
+		ev = 0;
+	if (c->want_out)
+		ev |= POLLOUT;
+	if (!ev)
+		return;
+	c->poll_armed = true;
+	conn_ref(c); /* the pending poll holds the connection */
+	arm_poll(c, TAG_CONN, c->fd, ev);
+}
+
+/* ---- transmit ------------------------------------------------------------- */
+
+static int wait_writable(struct xs_conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+
+	for (;;) {
+		if (c->dead)
+			return -EPIPE;
+		int n = poll(&p, 1, 200);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0) {
+			if (p.revents & (POLLERR | POLLHUP))
+				return -EPIPE;
+			return 0;
+		}
+	}
+}
+
+/* The iw_tx writer used on application threads: all of the FPDU, waiting
+ * for room when TCP pushes back. */
+static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size_t len)
+{
+	struct xs_conn *c = ctx;
+	struct iovec v[MPA_TX_MAX_IOV];
+	struct iovec *p = v;
+	size_t left = len;
+
+	memcpy(v, iov, (size_t)cnt * sizeof(*v));
+	while (left > 0) {
+		struct msghdr mh = { .msg_iov = p, .msg_iovlen = (size_t)cnt };
+		ssize_t n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				int rc = wait_writable(c);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			return -errno;
+		}
+		left -= (size_t)n;
+		while (n > 0 && (size_t)n >= p->iov_len) {
+			n -= (ssize_t)p->iov_len;
+			p++;
+			cnt--;
+		}
+		if (n > 0) {
+			p->iov_base = (uint8_t *)p->iov_base + n;
+			p->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static int tx_acquire(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	while (c->tx_busy && !c->dead)
+		pthread_cond_wait(&c->tx_cv, &c->tx_mu);
+	if (c->dead || c->state != CONN_ESTABLISHED) {
+		pthread_mutex_unlock(&c->tx_mu);
+		return -EPIPE;
+	}
+	c->tx_busy = true;
+	pthread_mutex_unlock(&c->tx_mu);
+	return 0;
+}
+
+static void tx_release(struct xs_conn *c)
+{
+	bool kick;
+
+	pthread_mutex_lock(&c->tx_mu);
+	c->tx_busy = false;
+	kick = c->rr_count > 0 || c->disconnect_asked;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+	if (kick)
+		conn_command(c, CMD_TX);
+}
+
+int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
+		 const struct iovec *iov, int cnt)
+{
+	int rc = tx_acquire(c);
+
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_send(&c->tx, op, inv_stag, iov, cnt);
+	tx_release(c);
+	return rc;
+}
+
+int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
+		   const struct iovec *iov, int cnt)
+{
+	int rc = tx_acquire(c);
+
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	tx_release(c);
+	return rc;
+}
+
+int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
+{
+	int rc = tx_acquire(c);
+
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_read_req(&c->tx, rr);
+	tx_release(c);
+	return rc;
+}
+
+int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
+{
+	int rc = tx_acquire(c);
+
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_terminate(&c->tx, t);
+	tx_release(c);
+	return rc;
+}
+
+int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
+		      const uint8_t *src, uint32_t len)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	if (c->rr_count >= XS_RR_MAX || c->rr_count >= (unsigned)c->agreed.ird + 1) {
+		pthread_mutex_unlock(&c->tx_mu);
+		return -ENOSPC;
+	}
+	struct xs_rresp *r = &c->rr[(c->rr_head + c->rr_count) % XS_RR_MAX];
+	r->sink_stag = sink_stag;
+	r->sink_to = sink_to;
+	r->src = src;
+	r->len = len;
+	c->rr_count++;
+	pthread_mutex_unlock(&c->tx_mu);
+	/* on the engine thread the pump runs after this round of input */
+	if (!on_engine_thread)
+		conn_command(c, CMD_TX);
+	return 0;
+}
+
+/* Engine: write the rest of the current FPDU without blocking.  1 when it
+ * is all out, 0 if the socket is full (ownership kept), -errno. */
+static int engine_flush_rem(struct xs_conn *c)
+{
+	while (c->tx_remcnt > 0) {
+		struct msghdr mh = { .msg_iov = c->tx_rem, .msg_iovlen = (size_t)c->tx_remcnt };
+		ssize_t n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		struct iovec *p = c->tx_rem;
+		int cnt = c->tx_remcnt;
+		while (n > 0 && (size_t)n >= p->iov_len) {
+			n -= (ssize_t)p->iov_len;
+			p++;
+			cnt--;
+		}
+		if (n > 0) {
+			p->iov_base = (uint8_t *)p->iov_base + n;
+			p->iov_len -= (size_t)n;
+		}
+		memmove(c->tx_rem, p, (size_t)cnt * sizeof(*p));
+		c->tx_remcnt = cnt;
+	}
+	return 1;
+}
+
+/* Engine: frame the next Read Response segment into tx_rem. */
+static int engine_next_rr_fpdu(struct xs_conn *c)
+{
+	struct xs_rresp *r = &c->rr[c->rr_head];
+	struct ddp_hdr h;
+	size_t off, len;
+	int rc;
+
+	if (!c->rr_active) {
+		struct ddp_hdr tmpl = { .tagged = true, .dv = DDP_VERSION,
+					.rsvdulp = rdmap_ctrl_encode(RDMAP_OP_READ_RESP),
+					.stag = r->sink_stag, .to = r->sink_to };
+		rc = ddp_seg_init(&c->rr_seg, &tmpl, r->len, c->tx.mulpdu);
+		if (rc < 0)
+			return rc;
+		c->rr_active = true;
+	}
+	if (!ddp_seg_next(&c->rr_seg, &h, &off, &len))
+		return -EINVAL;
+	uint8_t *hdr = c->tx.frame.hdr + MPA_HDR_LEN;
+	struct iovec ulp[2] = {
+		{ hdr, ddp_hdr_encode(&h, hdr) },
+		{ (void *)(uintptr_t)(r->src + off), len },
+	};
+	rc = mpa_tx_frame(&c->tx.mpa, ulp, len ? 2 : 1, &c->tx.frame);
+	if (rc < 0)
+		return rc;
+	memcpy(c->tx_rem, c->tx.frame.iov, (size_t)c->tx.frame.iovcnt * sizeof(struct iovec));
+	c->tx_remcnt = c->tx.frame.iovcnt;
+	if (h.last) {
+		c->rr_active = false;
+		pthread_mutex_lock(&c->tx_mu);
+		c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
+		c->rr_count--;
+		pthread_mutex_unlock(&c->tx_mu);
+	}
+	return 0;
+}
+
+static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
+
+/* Engine: serve queued Read Responses and a pending disconnect, never
+ * blocking.  Takes tx ownership only when no application thread has it. */
+static void engine_tx(struct xs_conn *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->tx_mu);
+	if (c->dead || c->state != CONN_ESTABLISHED || (c->tx_busy && !c->tx_engine)) {
+		pthread_mutex_unlock(&c->tx_mu);
+		return; /* the owner kicks us when it releases */
+	}
+	if (!c->tx_busy && !c->rr_count && !c->disconnect_asked) {
+		pthread_mutex_unlock(&c->tx_mu);
+		return;
+	}
+	c->tx_busy = true;
+	c->tx_engine = true;
+	pthread_mutex_unlock(&c->tx_mu);
+
+	for (;;) {
+		rc = engine_flush_rem(c);
+		if (rc == 0) {
+			c->want_out = true;
+			return; /* keep ownership until POLLOUT */
+		}
+		if (rc < 0)
+			break;
+		if (!c->rr_count && !c->rr_active)
+			break;
+		rc = engine_next_rr_fpdu(c);
+		if (rc < 0)
+			break;
+	}
+	c->want_out = false;
+	pthread_mutex_lock(&c->tx_mu);
+	c->tx_busy = false;
+	c->tx_engine = false;
+	bool fin = c->disconnect_asked && !c->fin_sent;
+	if (fin)
+		c->fin_sent = true;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+	if (rc < 0) {
+		struct xs_err e;
+		xs_err_set(&e, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_TCP_CLOSED);
+		conn_fail(c, false, &e, rc);
+		return;
+	}
+	if (fin)
+		shutdown(c->fd, SHUT_WR);
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+static int conn_resolve(void *ctx, uint32_t stag, uint64_t to, uint32_t len, uint8_t **dst,
+			struct xs_err *err)
+{
+	struct xs_conn *c = ctx;
+
+	if (!c->ops)
+		return -ENOENT;
+	return c->ops->resolve(c->qp, c->rx.op, stag, to, len, dst, err);
+}
+
+static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struct ddp_delivery *d)
+{
+	struct xs_conn *c = ctx;
+
+	if (qn == RDMAP_QN_TERMINATE) {
+		struct rdmap_term t;
+		struct xs_err e;
+
+		c->term_seen = true;
+		if (rdmap_term_decode(d->addr, d->msg_len, &t, &e) == 0 ||
+		    rdmap_term_decode_siw(d->addr, d->msg_len, &t, &e) == 0)
+			c->term_cause = t.cause;
+		else
+			xs_err_set(&c->term_cause, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				   RDMAP_ECODE_UNSPECIFIED);
+	}
+	if (c->ops)
+		c->ops->deliver(c->qp, op, qn, d);
+}
+
+static void conn_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_hdr *h)
+{
+	struct xs_conn *c = ctx;
+
+	if (c->ops && c->ops->tagged_last)
+		c->ops->tagged_last(c->qp, op, h);
+}
+
+static const struct iw_rx_ops conn_rx_ops = {
+	.deliver = conn_deliver,
+	.tagged_last = conn_tagged_last,
+};
+
+static void conn_report_closed(struct xs_conn *c, int status)
+{
+	xs_conn_closed_fn cb = NULL;
+	void *ctx = NULL;
+
+	if (!c->closed_reported && !c->owner_gone) {
+		c->closed_reported = true;
+		cb = c->closed_cb;
+		ctx = c->closed_ctx;
+	}
+	if (cb)
+		cb(ctx, status);
+}
+
+/* The stream is over: tell the QP (once) and the CM; engine thread, rx_mu held. */
+static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	bool was_dead = c->dead;
+	c->dead = true;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+	if (was_dead)
+		return;
+	if (c->ops && !c->owner_gone)
+		c->ops->failed(c->qp, local, err);
+	shutdown(c->fd, SHUT_RDWR);
+	c->state = CONN_CLOSED;
+	conn_report_closed(c, status);
+}
+
+/* A protocol error we found: Terminate (if the tx side is free), then fail. */
+static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
+{
+	struct rdmap_term t = { .cause = *err };
+
+	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
+		t.d = true;
+		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
+		t.ddp_hdr_len = c->rx.hdr_len;
+	}
+	pthread_mutex_lock(&c->tx_mu);
+	bool free_tx = !c->tx_busy && !c->dead;
+	if (free_tx)
+		c->tx_busy = true;
+	pthread_mutex_unlock(&c->tx_mu);
+	if (free_tx) {
+		uint8_t body[RDMAP_TERM_MAX_LEN];
+		ssize_t n = rdmap_term_encode(&t, body, sizeof(body));
+		if (n > 0) {
+			/* a Terminate is small: one nonblocking attempt */
+			struct ddp_hdr h = { .dv = DDP_VERSION, .last = true, .qn = RDMAP_QN_TERMINATE,
+					     .rsvdulp = rdmap_ctrl_encode(RDMAP_OP_TERMINATE),
+					     .msn = c->tx.msn[RDMAP_QN_TERMINATE]++ };
+			uint8_t *hdr = c->tx.frame.hdr + MPA_HDR_LEN;
+			struct iovec ulp[2] = { { hdr, ddp_hdr_encode(&h, hdr) }, { body, (size_t)n } };
+			if (mpa_tx_frame(&c->tx.mpa, ulp, 2, &c->tx.frame) == 0) {
+				struct msghdr mh = { .msg_iov = c->tx.frame.iov,
+						     .msg_iovlen = (size_t)c->tx.frame.iovcnt };
+				if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+					xs_log("Terminate not sent: %s", strerror(errno));
+			}
+		}
+		pthread_mutex_lock(&c->tx_mu);
+		c->tx_busy = false;
+		pthread_mutex_unlock(&c->tx_mu);
+	}
+	conn_fail(c, true, err, -EPROTO);
+}
+
+static void conn_receive(struct xs_conn *c)
+{
+	struct xs_err err;
+	size_t budget = 4u << 20; /* then let other connections run */
+
+	pthread_mutex_lock(&c->rx_mu);
+	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead) {
+		uint8_t *dst;
+		size_t win = iw_rx_direct(&c->rx, &dst);
+		ssize_t n;
+
+		if (win > 0) {
+			/* payload whose destination is known: straight there */
+			n = recv(c->fd, dst, win, MSG_DONTWAIT);
+			if (n > 0 && iw_rx_direct_done(&c->rx, (size_t)n, &err) < 0) {
+				conn_protocol_error(c, &err);
+				break;
+			}
+		} else {
+			n = recv(c->fd, c->rbuf, XS_RBUF, MSG_DONTWAIT);
+			if (n > 0 && iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err) < 0) {
+				conn_protocol_error(c, &err);
+				break;
+			}
+		}
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+			/* FIN or RST: after a Terminate it is the remote error */
+			struct xs_err e;
+			if (c->term_seen)
+				e = c->term_cause;
+			else
+				xs_err_set(&e, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_TCP_CLOSED);
+			int status = n == 0 && (c->fin_sent || !c->term_seen) ? 0 : -ECONNRESET;
+			if (n < 0)
+				status = -errno;
+			conn_fail(c, false, &e, status);
+			break;
+		}
+		if (n < 0)
+			break;
+		budget = (size_t)n < budget ? budget - (size_t)n : 0;
+		if (c->term_seen) {
+			conn_fail(c, false, &c->term_cause, -ECONNRESET);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->rx_mu);
+}
+
+/* ---- handshakes ------------------------------------------------------------ */
+
+static int hs_read(struct xs_conn *c, enum mpa_frame_type type, struct mpa_frame *f)
+{
+	struct xs_err err;
+
+	for (;;) {
+		if (c->hs_need > sizeof(c->hs_buf))
+			return -EPROTO;
+		while (c->hs_have < c->hs_need) {
+			ssize_t n = recv(c->fd, c->hs_buf + c->hs_have, c->hs_need - c->hs_have,
+					 MSG_DONTWAIT);
+			if (n == 0)
+				return -ECONNRESET;
+			if (n < 0)
+				return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			c->hs_have += (size_t)n;
+		}
+		int rc = mpa_frame_decode(c->hs_buf, c->hs_have, type, f, &c->hs_need, &err);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+}
+
+static int send_small(int fd, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = { .fd = fd, .events = POLLOUT };
+				poll(&p, 1, 1000);
+				continue;
+			}
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void stream_setup(struct xs_conn *c)
+{
+	int mss = 0;
+	socklen_t sl = sizeof(mss);
+
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) < 0 || mss <= 0)
+		mss = 1460;
+	iw_tx_init(&c->tx, c->agreed.markers_tx, c->agreed.crc, mpa_mulpdu((size_t)mss, c->agreed.markers_tx),
+		   conn_write_blocking, c);
+	iw_rx_init(&c->rx, c->agreed.markers_rx, c->agreed.crc, 0, conn_resolve, c, &conn_rx_ops, c);
+}
+
+static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *reply)
+{
+	xs_connect_fn cb = c->connect_cb;
+
+	c->connect_cb = NULL;
+	if (status == 0) {
+		c->state = CONN_ACCEPTED;
+		stream_setup(c);
+	} else {
+		c->state = CONN_CLOSED;
+		shutdown(c->fd, SHUT_RDWR);
+	}
+	if (cb)
+		cb(c->connect_ctx, status == 0 ? c : NULL, status, reply);
+	if (status != 0) {
+		/* nobody owns a failed connection: drop the owner's and the
+		 * engine's references (a pending poll still holds one) */
+		c->owner_gone = true;
+		c->engine_ref_dropped = true;
+		conn_unref(c);
+		conn_unref(c);
+	}
+}
+
+static void conn_handshake(struct xs_conn *c)
+{
+	struct mpa_frame f;
+	struct xs_err err;
+	int rc;
+
+	switch (c->state) {
+	case CONN_CONNECTING: {
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+		if (soerr) {
+			connect_done(c, -soerr, NULL);
+			return;
+		}
+		uint8_t buf[XS_HS_MAX];
+		ssize_t n = mpa_frame_encode(&c->req, buf, sizeof(buf));
+		rc = n < 0 ? (int)n : send_small(c->fd, buf, (size_t)n);
+		if (rc < 0) {
+			connect_done(c, rc, NULL);
+			return;
+		}
+		c->state = CONN_WAIT_REPLY;
+		c->hs_have = 0;
+		c->hs_need = MPA_RR_HDR_LEN;
+		break;
+	}
+	case CONN_WAIT_REPLY:
+		rc = hs_read(c, MPA_REPLY, &f);
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0) {
+			connect_done(c, rc, NULL);
+			return;
+		}
+		rc = mpa_initiator_complete(&c->prefs, &c->req, &f, &c->agreed, &err);
+		if (rc < 0)
+			xs_log("MPA Reply refused: %d (layer %u etype %u code 0x%02x)", rc, err.layer,
+			       err.etype, err.ecode);
+		connect_done(c, rc, &f);
+		return;
+	case CONN_WAIT_REQUEST:
+		rc = hs_read(c, MPA_REQUEST, &c->req);
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0) {
+			xs_log("bad MPA Request (%d): closing", rc);
+			c->state = CONN_CLOSED;
+			c->owner_gone = true;
+			c->engine_ref_dropped = true;
+			shutdown(c->fd, SHUT_RDWR);
+			conn_unref(c); /* the poll's reference keeps it until conn_event ends */
+			return;
+		}
+		c->state = CONN_WAIT_ACCEPT;
+		conn_ref(c); /* the CM's reference */
+		/* under the listener's lock: xs_listener_close waits for us */
+		pthread_mutex_lock(&c->listener->mu);
+		if (c->listener->closing) {
+			pthread_mutex_unlock(&c->listener->mu);
+			c->state = CONN_CLOSED;
+			c->owner_gone = true;
+			c->engine_ref_dropped = true;
+			shutdown(c->fd, SHUT_RDWR);
+			conn_unref(c); /* the CM's */
+			conn_unref(c); /* the engine's */
+			return;
+		}
+		c->listener->cb(c->listener->ctx, c, &c->req);
+		pthread_mutex_unlock(&c->listener->mu);
+		return;
+	default:
+		break;
+	}
+}
+
+/* ---- engine thread ----------------------------------------------------------- */
+
+static void conn_event(struct xs_conn *c, int res)
+{
+	c->poll_armed = false;
+	if (c->state == CONN_CLOSED || c->owner_gone) {
+		conn_unref(c); /* the poll's reference */
+		return;
+	}
+	if (c->state == CONN_ESTABLISHED) {
+		if (res & POLLOUT)
+			engine_tx(c);
+		if (res & (POLLIN | POLLRDHUP | POLLERR | POLLHUP))
+			conn_receive(c);
+		if (c->rr_count && !c->want_out)
+			engine_tx(c);
+	} else {
+		conn_handshake(c);
+	}
+	if (c->state != CONN_CLOSED)
+		conn_arm(c);
+	conn_unref(c);
+}
+
+static void listener_event(struct xs_listener *l)
+{
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		struct xs_conn *c = conn_new(fd);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		pthread_mutex_lock(&eng.mu);
+		l->refs++;
+		pthread_mutex_unlock(&eng.mu);
+		c->listener = l;
+		c->state = CONN_WAIT_REQUEST;
+		c->hs_need = MPA_RR_HDR_LEN;
+		conn_arm(c); /* the Request is read when it arrives */
+	}
+	if (!l->closing)
+		listener_arm(l);
+}
+
+static void run_commands(void)
+{
+	struct xs_conn *list;
+	struct xs_listener *ll;
+
+	pthread_mutex_lock(&eng.mu);
+	list = eng.cmds;
+	eng.cmds = NULL;
+	ll = eng.lcmds;
+	eng.lcmds = NULL;
+	pthread_mutex_unlock(&eng.mu);
+
+	while (ll) {
+		struct xs_listener *next = ll->cmd_next;
+		ll->cmd_queued = false;
+		if (ll->closing) {
+			listener_unref(ll); /* its own reference */
+		} else {
+			listener_arm(ll);
+		}
+		ll = next;
+	}
+	while (list) {
+		struct xs_conn *c = list;
+		list = c->cmd_next;
+		pthread_mutex_lock(&eng.mu);
+		unsigned flags = c->cmd_flags;
+		c->cmd_flags = 0;
+		pthread_mutex_unlock(&eng.mu);
+		if (flags & CMD_CLOSE) {
+			if (c->state != CONN_CLOSED) {
+				c->state = CONN_CLOSED;
+				shutdown(c->fd, SHUT_RDWR);
+			}
+			if (!c->engine_ref_dropped) {
+				c->engine_ref_dropped = true;
+				conn_unref(c);
+			}
+		} else {
+			if (flags & CMD_TX)
+				engine_tx(c);
+			if (flags & (CMD_ARM | CMD_TX))
+				conn_arm(c);
+		}
+		conn_unref(c); /* the command's reference */
+	}
+}
+
+static void *engine_main(void *arg)
+{
+	struct io_uring_cqe *cqe;
+
+	on_engine_thread = true;
+	struct io_uring_sqe *wsqe = io_uring_get_sqe(&eng.ring);
+	io_uring_prep_read(wsqe, eng.wake_fd, &eng.wake_buf, sizeof(eng.wake_buf), 0);
+	io_uring_sqe_set_data(wsqe, (void *)(uintptr_t)TAG_WAKE);
+	for (;;) {
+		io_uring_submit_and_wait(&eng.ring, 1);
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(&eng.ring, head, cqe) {
+			uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqe);
+			int res = cqe->res;
+			int tag = (int)(ud & 7);
+			void *obj = (void *)(ud & ~(uintptr_t)7);
+
+			n++;
+			if (tag == TAG_WAKE) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(&eng.ring);
+				io_uring_prep_read(sqe, eng.wake_fd, &eng.wake_buf, sizeof(eng.wake_buf), 0);
+				io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_WAKE);
+			} else if (tag == TAG_LISTENER) {
+				struct xs_listener *l = obj;
+				if (!l->closing)
+					listener_event(l);
+				listener_unref(l); /* the poll's reference */
+			} else if (tag == TAG_CONN) {
+				conn_event(obj, res < 0 ? POLLERR : res);
+			}
+		}
+		io_uring_cq_advance(&eng.ring, n);
+		run_commands();
+	}
+	return arg;
+}
+
+/* ---- public (internal) API --------------------------------------------------- */
+
+void xs_conn_rx_lock(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->rx_mu);
+}
+
+void xs_conn_rx_unlock(struct xs_conn *c)
+{
+	pthread_mutex_unlock(&c->rx_mu);
+}
+
+int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
+		   struct ddp_queue *q_send, struct ddp_queue *q_readreq,
+		   struct ddp_queue *q_term)
+{
+	if (c->state != CONN_ACCEPTED)
+		return -EINVAL;
+	if (!on_engine_thread)
+		pthread_mutex_lock(&c->rx_mu);
+	c->ops = ops;
+	c->qp = qp;
+	ddp_rx_add_queue(&c->rx.ddp, q_send);
+	ddp_rx_add_queue(&c->rx.ddp, q_readreq);
+	ddp_rx_add_queue(&c->rx.ddp, q_term);
+	c->state = CONN_ESTABLISHED;
+	if (!on_engine_thread)
+		pthread_mutex_unlock(&c->rx_mu);
+	conn_command(c, CMD_ARM);
+	return 0;
+}
+
+const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c)
+{
+	return &c->agreed;
+}
+
+int xs_conn_addrs(const struct xs_conn *c, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer)
+{
+	socklen_t l = sizeof(*local), p = sizeof(*peer);
+
+	if (local && getsockname(c->fd, (struct sockaddr *)local, &l) < 0)
+		return -errno;
+	if (peer && getpeername(c->fd, (struct sockaddr *)peer, &p) < 0)
+		return -errno;
+	return 0;
+}
+
+void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx)
+{
+	c->closed_cb = cb;
+	c->closed_ctx = ctx;
+}
+
+void xs_conn_disconnect(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	c->disconnect_asked = true;
+	bool now = !c->tx_busy && !c->fin_sent && !c->rr_count;
+	if (now)
+		c->fin_sent = true;
+	pthread_mutex_unlock(&c->tx_mu);
+	if (now)
+		shutdown(c->fd, SHUT_WR);
+	else
+		conn_command(c, CMD_TX);
+}
+
+void xs_conn_put(struct xs_conn *c)
+{
+	/* after this no upcall runs: the engine makes them under rx_mu */
+	if (!on_engine_thread)
+		pthread_mutex_lock(&c->rx_mu);
+	c->owner_gone = true;
+	c->ops = NULL;
+	c->qp = NULL;
+	c->closed_cb = NULL;
+	if (!on_engine_thread)
+		pthread_mutex_unlock(&c->rx_mu);
+	pthread_mutex_lock(&c->tx_mu);
+	c->dead = true;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+	conn_command(c, CMD_CLOSE);
+	conn_unref(c); /* the owner's reference */
+}
+
+/* ---- listen / accept / connect ------------------------------------------------- */
+
+struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
+			      xs_accept_fn cb, void *ctx)
+{
+	int rc = engine_get();
+
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
+	struct xs_listener *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (l->fd < 0)
+		goto fail;
+	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l->fd, addr, len) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0)
+		goto fail_fd;
+	l->cb = cb;
+	l->ctx = ctx;
+	l->refs = 1;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_mutex_lock(&eng.mu);
+	l->cmd_next = eng.lcmds;
+	eng.lcmds = l;
+	l->cmd_queued = true;
+	pthread_mutex_unlock(&eng.mu);
+	engine_wake();
+	return l;
+fail_fd:
+	rc = errno;
+	close(l->fd);
+	errno = rc;
+fail:
+	rc = errno;
+	free(l);
+	errno = rc;
+	return NULL;
+}
+
+int xs_listener_addr(const struct xs_listener *l, struct sockaddr_storage *addr)
+{
+	socklen_t sl = sizeof(*addr);
+
+	return getsockname(l->fd, (struct sockaddr *)addr, &sl) < 0 ? -errno : 0;
+}
+
+void xs_listener_close(struct xs_listener *l)
+{
+	/* no callback starts after this and none is running when it returns
+	 * (unless called from within one, on the engine thread) */
+	if (!on_engine_thread)
+		pthread_mutex_lock(&l->mu);
+	l->closing = true;
+	if (!on_engine_thread)
+		pthread_mutex_unlock(&l->mu);
+	/* the engine closes and frees it once no connection refers to it */
+	pthread_mutex_lock(&eng.mu);
+	shutdown(l->fd, SHUT_RDWR);
+	if (!l->cmd_queued) {
+		l->cmd_next = eng.lcmds;
+		eng.lcmds = l;
+		l->cmd_queued = true;
+	}
+	pthread_mutex_unlock(&eng.mu);
+	engine_wake();
+}
+
+int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
+{
+	struct mpa_frame rep;
+	struct xs_err err;
+	uint8_t buf[XS_HS_MAX];
+	int rc;
+
+	if (c->state != CONN_WAIT_ACCEPT)
+		return -EINVAL;
+	rc = mpa_respond(prefs, &c->req, &rep, &c->agreed, &err);
+	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	int wrc = send_small(c->fd, buf, (size_t)n);
+	if (rc < 0 || wrc < 0) {
+		c->state = CONN_CLOSED;
+		shutdown(c->fd, SHUT_RDWR);
+		return rc < 0 ? rc : wrc;
+	}
+	c->state = CONN_ACCEPTED;
+	stream_setup(c);
+	return 0;
+}
+
+int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len)
+{
+	struct mpa_prefs prefs;
+	struct mpa_frame rep;
+	uint8_t buf[XS_HS_MAX];
+
+	if (c->state != CONN_WAIT_ACCEPT)
+		return -EINVAL;
+	mpa_prefs_default(&prefs);
+	prefs.rev = xs_config()->mpa_rev;
+	prefs.pdata = pdata;
+	prefs.pdata_len = len;
+	mpa_reject_build(&prefs, &c->req, &rep);
+	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
+	int rc = n < 0 ? (int)n : send_small(c->fd, buf, (size_t)n);
+	c->state = CONN_CLOSED;
+	shutdown(c->fd, SHUT_WR);
+	return rc;
+}
+
+int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
+	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx)
+{
+	int rc = engine_get();
+
+	if (rc < 0)
+		return rc;
+	if (prefs->pdata_len > MPA_PD_MAX - MPA_IRDORD_LEN)
+		return -EINVAL;
+	int fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (src && slen && bind(fd, src, slen) < 0 && errno != EADDRNOTAVAIL) {
+		/* a wildcard source that cannot be bound is not an error */
+		xs_log("bind source: %s", strerror(errno));
+	}
+	struct xs_conn *c = conn_new(fd);
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->initiator = true;
+	c->prefs = *prefs;
+	if (prefs->pdata_len) {
+		memcpy(c->prefs_pdata, prefs->pdata, prefs->pdata_len);
+		c->prefs.pdata = c->prefs_pdata;
+	}
+	mpa_request_build(&c->prefs, &c->req);
+	c->connect_cb = cb;
+	c->connect_ctx = ctx;
+	c->refs++; /* the owner's (not yet shared with the engine thread) */
+	c->state = CONN_CONNECTING;
+	if (connect(fd, dst, dlen) < 0 && errno != EINPROGRESS) {
+		rc = -errno;
+		conn_free(c);
+		return rc;
+	}
+	conn_command(c, CMD_ARM);
+	return 0;
+}

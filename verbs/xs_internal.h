@@ -1,0 +1,195 @@
+/* Internal contract of libiwarp (the rdma-core compatible verbs/CM library):
+ * the engine (xs_engine.c: io_uring thread, TCP connections, MPA handshake,
+ * the iWARP stream per connection), the verbs objects (verbs_*.c: device,
+ * context, PD, MR/STags, CQ, completion channel, QP) and the connection
+ * manager (cm.c: rdma_* calls) meet here.  Nothing here is exported.
+ *
+ * Threads: application threads call verbs/CM; ONE engine thread per process
+ * owns every socket's receive side and the handshakes.  Sends are framed and
+ * written on the caller's thread (the fast path) under the connection's tx
+ * lock; bytes the socket does not take at once are queued and flushed by the
+ * engine.  Upcalls (xs_conn_ops, accept/connect callbacks) run on the engine
+ * thread. */
+#ifndef XS_INTERNAL_H
+#define XS_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "iwarp/iw_stream.h"
+#include "mpa/mpa.h"
+
+#define XS_EXPORT __attribute__((visibility("default")))
+
+/* ---- configuration (environment, read once; see xsock-run(1)) ------------ */
+
+struct xs_config {
+	uint8_t mpa_rev; /* XSOCK_MPA_REV: 1 or 2 (default 2) */
+	bool crc; /* XSOCK_MPA_CRC: ask for CRC (default 0) */
+	bool markers; /* XSOCK_MPA_MARKERS: ask for Markers (default 0) */
+	uint8_t p2p_rtr; /* XSOCK_MPA_P2P: 0 none, or MPA_RTR_* to offer (write|read|send) */
+	bool debug; /* XSOCK_DEBUG: log to stderr */
+};
+
+const struct xs_config *xs_config(void);
+void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- device limits (what ibv_query_device reports and what is enforced) -- */
+
+#define XS_MAX_QP 4096
+#define XS_MAX_QP_WR 4096
+#define XS_MAX_SGE 16
+#define XS_MAX_CQE 65536
+#define XS_MAX_MR_SIZE (1ull << 40)
+#define XS_MAX_IRD 128
+#define XS_MAX_ORD 128
+#define XS_MAX_INLINE 256
+#define XS_MAX_PD_PRIV 252 /* MPA private data a ULP may send (siw accepts 256 incl. the RFC 6581 header) */
+
+/* ---- verbs objects (verbs_*.c) --------------------------------------------- */
+
+struct xs_context; /* wraps struct verbs_context */
+
+/* The process-wide context CM ids use (id->verbs); opened on first use. */
+struct ibv_context *xs_default_context(void);
+
+/* STag lookup for remote access (MR registered with remote rights).  Fills
+ * *dst for [to, to + len) or fails with the Terminate triple: invalid STag
+ * (unknown, invalidated, wrong key) DDP/1/0x00 for tagged placement or
+ * RDMAP/1/0x00 for a Read source; out of bounds DDP/1/0x01 or RDMAP/1/0x01;
+ * wrong PD DDP/1/0x02 or RDMAP/1/0x03; missing right RDMAP/1/0x02. */
+enum xs_access_kind {
+	XS_ACCESS_REMOTE_WRITE, /* tagged RDMA Write placement */
+	XS_ACCESS_REMOTE_READ, /* source of a Read Response we send */
+	XS_ACCESS_READ_SINK, /* sink of a Read Response we receive (local write) */
+};
+int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
+		  enum xs_access_kind kind, uint8_t **dst, struct xs_err *err);
+
+/* Invalidate a remote STag named by Send with Invalidate (RFC 5040 6.?):
+ * 0, or -EINVAL with RDMAP/2/0x09 ("STag cannot be invalidated"). */
+int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err);
+
+/* ---- connections (xs_engine.c) -------------------------------------------- */
+
+struct xs_conn;
+
+/* Upcalls from the engine thread to the QP attached to an established
+ * connection. */
+struct xs_conn_ops {
+	/* tagged placement: see xs_mr_resolve; op tells Write from Read Response */
+	int (*resolve)(void *qp, enum rdmap_opcode op, uint32_t stag, uint64_t to, uint32_t len,
+		       uint8_t **dst, struct xs_err *err);
+	/* an untagged message completed (Send*, Read Request, Terminate) */
+	void (*deliver)(void *qp, enum rdmap_opcode op, uint32_t qn, const struct ddp_delivery *d);
+	/* last segment of a tagged message placed (Read Response completes a Read) */
+	void (*tagged_last)(void *qp, enum rdmap_opcode op, const struct ddp_hdr *h);
+	/* the stream failed: a protocol error we detected (local = true, a
+	 * Terminate with err was sent), or the peer's Terminate was received
+	 * (delivered first through deliver on QN 2), or the TCP connection
+	 * broke/closed (err = LLP/0/0x01).  Called once; no upcall follows. */
+	void (*failed)(void *qp, bool local, const struct xs_err *err);
+};
+
+/* Attach a QP to an established connection: its queues (QN 0 receive, QN 1
+ * Read Requests with IRD buffers) become the stream's DDP queues and the
+ * engine starts receiving.  The QP keeps tx through xs_conn_tx_*. */
+int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
+		   struct ddp_queue *q_send, struct ddp_queue *q_readreq,
+		   struct ddp_queue *q_term);
+
+/* The engine holds this lock while it feeds received bytes to the stream
+ * (placement into the QP's DDP queues); post_recv takes it to append to
+ * the same queues. */
+void xs_conn_rx_lock(struct xs_conn *c);
+void xs_conn_rx_unlock(struct xs_conn *c);
+
+/* Transmit on the caller's thread: each call frames one RDMAP message and
+ * returns once every octet is in the kernel's socket buffer (it waits for
+ * room when TCP pushes back), so the caller may complete the WR on return.
+ * -EPIPE / -ECONNRESET once the connection is gone. */
+int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
+		 const struct iovec *iov, int cnt);
+int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
+		   const struct iovec *iov, int cnt);
+int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr);
+int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t);
+
+/* Responder side of RDMA Read (called from deliver on QN 1, engine thread):
+ * queue a Read Response of len octets from src (already checked with
+ * xs_mr_resolve) to the requester's sink.  The engine sends queued
+ * responses in order without ever blocking its thread.  -ENOSPC beyond
+ * the agreed IRD. */
+int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
+		      const uint8_t *src, uint32_t len);
+
+/* The negotiated MPA parameters. */
+const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c);
+/* Addresses of the TCP connection. */
+int xs_conn_addrs(const struct xs_conn *c, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer);
+
+/* The CM's view of the connection's end: called once on the engine thread
+ * when the stream ends for any reason (peer FIN/RST, Terminate either way,
+ * local disconnect completed), after the QP's failed upcall.  status 0 for a
+ * graceful close, -errno otherwise. */
+typedef void (*xs_conn_closed_fn)(void *ctx, int status);
+void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx);
+
+/* Graceful close: FIN after queued tx; the peer sees DISCONNECTED.  The
+ * attached QP gets failed(LLP/0/0x01) when the peer's FIN/RST arrives. */
+void xs_conn_disconnect(struct xs_conn *c);
+/* Drop the owner's reference (after disconnect or on destroy). */
+void xs_conn_put(struct xs_conn *c);
+
+/* ---- handshakes (xs_engine.c, used by cm.c) -------------------------------- */
+
+struct xs_listener;
+
+/* Responder side: a TCP connection arrived and its MPA Request was read
+ * (engine thread).  The CM takes ownership of conn (or calls
+ * xs_conn_reject / xs_conn_put). */
+typedef void (*xs_accept_fn)(void *ctx, struct xs_conn *conn, const struct mpa_frame *req);
+
+/* Listen on addr; returns NULL with errno set.  The bound address is
+ * readable with xs_listener_addr. */
+struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
+			      xs_accept_fn cb, void *ctx);
+int xs_listener_addr(const struct xs_listener *l, struct sockaddr_storage *addr);
+void xs_listener_close(struct xs_listener *l); /* no callback after it returns */
+
+/* Responder: accept with our prefs (ird/ord/pdata from rdma_accept's
+ * conn_param).  Sends the Reply; on success the connection is established
+ * (attach the QP before calling so no data is missed: the engine starts
+ * receiving when this returns 0).  -ECONNREFUSED if negotiation rejected it
+ * (a Reply with R=1 was sent), -errno on socket errors. */
+int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs);
+/* Responder: reject with private data (Reply R=1), then close. */
+int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len);
+
+/* Initiator: connect to dst (optionally from src), send the Request, read
+ * the Reply.  cb runs on the engine thread exactly once:
+ *   status 0              established (reply = the peer's Reply; attach
+ *                         the QP inside cb: receiving starts after cb)
+ *   -ECONNREFUSED         the peer rejected (reply has its private data)
+ *   -ETIMEDOUT, -ECONNRESET, -EHOSTUNREACH, -EPROTO ...  conn is NULL/closed */
+typedef void (*xs_connect_fn)(void *ctx, struct xs_conn *conn, int status,
+			      const struct mpa_frame *reply);
+int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
+	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx);
+
+/* ---- QP <-> CM (verbs_qp.c, used by cm.c) ---------------------------------- */
+
+/* The QP's RDMA Read limits for the MPA exchange (from ibv_qp_init_attr /
+ * modify_qp max_rd_atomic / max_dest_rd_atomic, capped at XS_MAX_IRD/ORD). */
+void xs_qp_read_limits(struct ibv_qp *qp, uint16_t *ird, uint16_t *ord);
+/* The connection is established with these agreed limits: attach the QP
+ * (xs_conn_attach with its queues), move it to RTS.  0 or -errno. */
+int xs_qp_bind_conn(struct ibv_qp *qp, struct xs_conn *c, const struct mpa_agreed *agreed);
+/* Local disconnect / destroy: move to ERROR and flush every WR. */
+void xs_qp_flush(struct ibv_qp *qp);
+
+#endif
