@@ -1,0 +1,68 @@
+#!/bin/sh
+# Debian's unmodified ibv_devinfo, ucmatose (10 connections x 100 messages)
+# and perftest over rdma_cm (-R: ib_send_bw, ib_write_bw, ib_read_bw,
+# ib_send_lat, ib_write_lat), both ends under xsock-run on loopback.
+set -u
+XS_TMP=$(mktemp /tmp/xsock-tools.XXXXXX)
+trap 'rm -f "$XS_TMP" "$XS_TMP".*' EXIT
+. "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
+fail=0
+
+if command -v ibv_devinfo >/dev/null 2>&1; then
+    if "$XS_RUN" ibv_devinfo >"$XS_TMP.dev" 2>&1 && grep -q 'hca_id:.*xsock0' "$XS_TMP.dev" &&
+       grep -q 'transport:.*iWARP' "$XS_TMP.dev" && grep -q 'PORT_ACTIVE' "$XS_TMP.dev"; then
+        echo "ok ibv_devinfo lists xsock0 (iWARP, port active)"
+    else
+        echo "FAIL ibv_devinfo"; cat "$XS_TMP.dev"; fail=1
+    fi
+else
+    echo "skip ibv_devinfo (ibverbs-utils missing)"
+fi
+
+# server command, client command (the client gets the address last)
+pair() {
+    name=$1; srv=$2; cli=$3
+    port=$(xs_free_port)
+    timeout 90 "$XS_RUN" $srv -p "$port" >"$XS_TMP.s" 2>&1 &
+    spid=$!
+    if ! xs_wait_listen "$port"; then
+        echo "FAIL $name: server did not listen"; cat "$XS_TMP.s"; xs_reap $spid; fail=1; return
+    fi
+    timeout 90 "$XS_RUN" $cli -p "$port" >"$XS_TMP.c" 2>&1
+    crc=$?
+    wait $spid; src=$?
+    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+        echo "FAIL $name: client rc $crc, server rc $src"; tail -8 "$XS_TMP.c"; tail -8 "$XS_TMP.s"; fail=1
+        return 1
+    fi
+    return 0
+}
+
+if command -v ucmatose >/dev/null 2>&1; then
+    if pair ucmatose "ucmatose -b 127.0.0.1 -c 10 -C 100" "ucmatose -s 127.0.0.1 -c 10 -C 100"; then
+        if grep -q 'return status 0' "$XS_TMP.c" && grep -q 'data transfers complete' "$XS_TMP.c"; then
+            echo "ok ucmatose 10 connections x 100 messages"
+        else
+            echo "FAIL ucmatose output"; cat "$XS_TMP.c"; fail=1
+        fi
+    fi
+else
+    echo "skip ucmatose (rdmacm-utils missing)"
+fi
+
+if command -v ib_send_bw >/dev/null 2>&1; then
+    for t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat; do
+        # perftest's first connection exchanges parameters, the second runs
+        if pair "$t" "$t -R -n 200" "$t -R -n 200 127.0.0.1"; then
+            # a sane result line: the size, the iterations, then numbers
+            if grep -Eq '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c"; then
+                echo "ok $t: $(grep -E '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c" | head -1 | tr -s ' ')"
+            else
+                echo "FAIL $t: no result line"; cat "$XS_TMP.c"; fail=1
+            fi
+        fi
+    done
+else
+    echo "skip perftest (not installed)"
+fi
+exit $fail
