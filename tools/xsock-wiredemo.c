@@ -28,6 +28,7 @@
 
 #include "iwarp/iw_stream.h"
 #include "util/xs_be.h"
+#include "util/xs_iov.h"
 
 struct demo_opts {
 	bool crc, markers, terminate;
@@ -145,15 +146,7 @@ static int write_all(void *ctx, const struct iovec *iov, int cnt, size_t len)
 			return -errno;
 		}
 		left -= (size_t)n;
-		while (n > 0 && (size_t)n >= p->iov_len) {
-			n -= (ssize_t)p->iov_len;
-			p++;
-			cnt--;
-		}
-		if (n > 0) {
-			p->iov_base = (uint8_t *)p->iov_base + n;
-			p->iov_len -= (size_t)n;
-		}
+		xs_iov_advance(&p, &cnt, (size_t)n);
 	}
 	ep->fpdus_tx++;
 	ep->bytes_tx += len;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "util/xs_be.h"
+#include "util/xs_iov.h"
 #include "verbs/xs_internal.h"
 
 enum conn_state {
@@ -341,15 +342,7 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 			return -errno;
 		}
 		left -= (size_t)n;
-		while (n > 0 && (size_t)n >= p->iov_len) {
-			n -= (ssize_t)p->iov_len;
-			p++;
-			cnt--;
-		}
-		if (n > 0) {
-			p->iov_base = (uint8_t *)p->iov_base + n;
-			p->iov_len -= (size_t)n;
-		}
+		xs_iov_advance(&p, &cnt, (size_t)n);
 	}
 	return 0;
 }
@@ -465,15 +458,7 @@ static int engine_flush_rem(struct xs_conn *c)
 		}
 		struct iovec *p = c->tx_rem;
 		int cnt = c->tx_remcnt;
-		while (n > 0 && (size_t)n >= p->iov_len) {
-			n -= (ssize_t)p->iov_len;
-			p++;
-			cnt--;
-		}
-		if (n > 0) {
-			p->iov_base = (uint8_t *)p->iov_base + n;
-			p->iov_len -= (size_t)n;
-		}
+		xs_iov_advance(&p, &cnt, (size_t)n);
 		memmove(c->tx_rem, p, (size_t)cnt * sizeof(*p));
 		c->tx_remcnt = cnt;
 	}
