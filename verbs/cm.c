@@ -914,6 +914,13 @@ XS_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 
 /* ---- connections ---------------------------------------------------------------- */
 
+/* Private data must fit what siw accepts and be there when announced. */
+static bool cm_param_ok(const struct rdma_conn_param *param)
+{
+	return !param || (param->private_data_len <= XS_MAX_PD_PRIV &&
+			  (!param->private_data_len || param->private_data));
+}
+
 static void cm_prefs(struct mpa_prefs *p, bool initiator)
 {
 	const struct xs_config *cfg = xs_config();
@@ -1096,9 +1103,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	if (!id)
 		return cm_err(EINVAL);
-	if (param && param->private_data_len > XS_MAX_PD_PRIV)
-		return cm_err(EINVAL);
-	if (param && param->private_data_len && !param->private_data)
+	if (!cm_param_ok(param))
 		return cm_err(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !id->qp) {
@@ -1250,9 +1255,7 @@ XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	if (!id)
 		return cm_err(EINVAL);
-	if (param && param->private_data_len > XS_MAX_PD_PRIV)
-		return cm_err(EINVAL);
-	if (param && param->private_data_len && !param->private_data)
+	if (!cm_param_ok(param))
 		return cm_err(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	if (c->state != CM_REQ || !c->conn || !id->qp) {
