@@ -1,14 +1,16 @@
 /* Connection manager without QPs: event channel semantics, ids, bind/listen
  * on a real port, address/route resolution, the passive side against a raw
  * MPA initiator (request private data and IRD/ORD, rdma_reject's Reply,
- * garbage requests), migrate_id, sync mode, rdma_getaddrinfo and
+ * garbage requests, silent or cut-off requests timing out), migrate_id, sync mode, rdma_getaddrinfo and
  * rdma_event_str. */
 #include "config.h"
 
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mpa/mpa.h"
@@ -222,6 +224,24 @@ static void test_listen(void)
 	CHECK(!cm_readable(ch, 200));
 	close(fd);
 
+	/* silence, or half a Request: closed after XSOCK_MPA_TIMEOUT_MS
+	 * (400 ms here), no event */
+	for (int half = 0; half < 2; half++) {
+		struct timespec t0, t1;
+
+		fd = tcp_connect(port);
+		if (half)
+			CHECK(write(fd, MPA_KEY_REQ, 10) == 10);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(sock_eof(fd));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		CHECK(ms >= 250); /* not before the deadline */
+		CHECK(!cm_readable(ch, 0));
+		close(fd);
+	}
+
 	/* a real Request: CONNECT_REQUEST with its data, then rdma_reject */
 	fd = tcp_connect(port);
 	send_request(fd, 3, 5, "hello from raw");
@@ -333,6 +353,8 @@ static void test_misc(void)
 
 int main(void)
 {
+	/* before the library reads its configuration */
+	setenv("XSOCK_MPA_TIMEOUT_MS", "400", 1);
 	/* a free port nobody listens on, for resolution only */
 	test_channel();
 	test_resolve(9);

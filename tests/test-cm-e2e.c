@@ -3,12 +3,14 @@
  * a Send over the connected QPs, exactly one DISCONNECTED per side, the
  * reject path (REJECTED, -ECONNRESET, the Reply's data), no listener
  * (REJECTED, -ECONNREFUSED), rdma_accept(id, NULL) taking the request's
- * numbers, and a synchronous-mode client (rdma_create_ep). */
+ * numbers, a synchronous-mode client (rdma_create_ep), and a peer that never
+ * answers the MPA Request (UNREACHABLE, -ETIMEDOUT). */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/test-cm-util.h"
@@ -351,9 +353,42 @@ static void test_sync_client(void)
 	CHECK(ret == NULL);
 }
 
+/* A TCP listener that never answers the MPA Request: UNREACHABLE with
+ * -ETIMEDOUT once XSOCK_MPA_TIMEOUT_MS (400 ms here) has passed. */
+static void test_mpa_timeout(void)
+{
+	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
+	socklen_t l = sizeof(a);
+	struct rdma_cm_event *ev;
+	struct timespec t0, t1;
+	struct side c;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	REQUIRE(fd >= 0);
+	REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(listen(fd, 4) == 0);
+	REQUIRE(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+	client_setup(&c, ntohs(a.sin_port));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	REQUIRE(rdma_connect(c.id, NULL) == 0);
+	ev = cm_expect(c.ch, RDMA_CM_EVENT_UNREACHABLE, 5000, "silent peer");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (ev) {
+		CHECK(ev->status == -ETIMEDOUT);
+		rdma_ack_cm_event(ev);
+	}
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	CHECK(ms >= 300); /* not before the deadline */
+	client_free(&c);
+	close(fd);
+}
+
 int main(void)
 {
 	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
+
+	/* before the library reads its configuration */
+	setenv("XSOCK_MPA_TIMEOUT_MS", "400", 1);
 
 	lch = rdma_create_event_channel();
 	REQUIRE(lch);
@@ -368,6 +403,7 @@ int main(void)
 	test_no_listener();
 	test_accept_null();
 	test_sync_client();
+	test_mpa_timeout();
 
 	CHECK(rdma_destroy_id(lid) == 0);
 	rdma_destroy_event_channel(lch);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Debian's unmodified rping, both ends under xsock-run on loopback:
 # sizes 23/1000/4096/65535 (the smallest and largest Debian's rping accepts) x CRC off/on x Markers off/on x MPA rev 1/2,
-# 200 iterations each with data verification (-V).
+# 200 iterations each with data verification (-V); then MPA peer-to-peer
+# mode with each RTR type.
 set -u
 XS_TMP=$(mktemp /tmp/xsock-rping.XXXXXX)
 trap 'rm -f "$XS_TMP" "$XS_TMP".*' EXIT
@@ -39,5 +40,33 @@ for size in 23 1000 4096 65535; do
         n=$((n + 1))
     fi
 done; done; done; done
+# RFC 6581 peer-to-peer mode: Write and Read RTR (CRC off here; the capture
+# test runs them with CRC on), and a Send RTR, which xsock's responder does
+# not take: the client must be refused (REJECTED), promptly, not hang.
+for p2p in write read send; do
+    port=$(xs_free_port)
+    timeout 60 "$XS_RUN" rping -s -a 127.0.0.1 -p "$port" -C 50 -S 4096 >"$XS_TMP.srv" 2>&1 &
+    spid=$!
+    xs_wait_listen "$port" || { echo "FAIL p2p=$p2p: server did not listen"; xs_reap $spid; fail=1; continue; }
+    timeout 60 "$XS_RUN" --p2p $p2p rping -c -a 127.0.0.1 -p "$port" -v -V -C 50 -S 4096 >"$XS_TMP.cli" 2>&1
+    crc=$?
+    lines=$(grep -c '^ping data: ' "$XS_TMP.cli")
+    if [ $p2p = send ]; then
+        xs_reap $spid
+        if [ $crc -eq 0 ] || [ $crc -eq 124 ] || ! grep -q REJECTED "$XS_TMP.cli"; then
+            echo "FAIL p2p=send: client rc $crc, wanted a REJECTED connect"; tail -5 "$XS_TMP.cli"; fail=1
+        else
+            n=$((n + 1))
+        fi
+        continue
+    fi
+    wait $spid; src=$?
+    if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -ne 50 ]; then
+        echo "FAIL p2p=$p2p: client rc $crc, server rc $src, $lines/50 pings"
+        tail -5 "$XS_TMP.cli"; tail -5 "$XS_TMP.srv"; fail=1
+    else
+        n=$((n + 1))
+    fi
+done
 echo "$n rping runs passed"
 exit $fail

@@ -932,6 +932,10 @@ static void cm_prefs(struct mpa_prefs *p, bool initiator)
 	if (initiator && cfg->p2p_rtr) {
 		p->p2p = true;
 		p->rtr_mask = cfg->p2p_rtr;
+	} else if (!initiator) {
+		/* as responder we take a zero-length Write or Read RTR (what
+		 * siw sends); a Send RTR would need a posted receive */
+		p->rtr_mask = MPA_RTR_WRITE | MPA_RTR_READ;
 	}
 }
 

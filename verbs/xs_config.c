@@ -36,6 +36,16 @@ static void xs_config_load(void)
 	xs_cfg.crc = env_bool("XSOCK_MPA_CRC", false);
 	xs_cfg.markers = env_bool("XSOCK_MPA_MARKERS", false);
 	xs_cfg.debug = env_bool("XSOCK_DEBUG", false);
+	xs_cfg.mpa_timeout_ms = 10000;
+	v = getenv("XSOCK_MPA_TIMEOUT_MS");
+	if (v && *v) {
+		char *end;
+		unsigned long ms = strtoul(v, &end, 10);
+		if (*end || ms == 0 || ms > 3600000)
+			fprintf(stderr, "xsock: XSOCK_MPA_TIMEOUT_MS=%s ignored (1..3600000)\n", v);
+		else
+			xs_cfg.mpa_timeout_ms = (unsigned)ms;
+	}
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/xs_be.h"
@@ -49,7 +50,7 @@ struct xs_rresp {
 };
 
 /* io_uring user_data tags (low bits of the object pointer) */
-enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3 };
+enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4 };
 
 struct xs_conn {
 	int fd;
@@ -102,6 +103,20 @@ struct xs_conn {
 	void *closed_ctx;
 	bool closed_reported;
 
+	/* RFC 6581 peer-to-peer mode: the responder sends nothing until the
+	 * initiator's RTR arrived (rtr_wait); an initiator that sent a Read RTR
+	 * absorbs the zero-length Read Response (rtr_rresp). */
+	bool rtr_wait;
+	bool rtr_rresp;
+	bool rtr_eat_last; /* the tagged message being placed is the RTR's */
+	struct ddp_queue *q_readreq; /* the QP's IRD buffers (QN 1) */
+
+	/* handshake deadline (engine thread): on the hs list while connecting,
+	 * waiting for a Reply or waiting for a Request */
+	struct xs_conn *hs_next;
+	bool on_hs_list;
+	uint64_t hs_deadline_ms;
+
 	struct xs_conn *cmd_next; /* engine command queue */
 	unsigned cmd_flags;
 };
@@ -129,6 +144,10 @@ static struct {
 	pthread_mutex_t mu; /* command queues and refcounts */
 	struct xs_conn *cmds;
 	struct xs_listener *lcmds;
+	/* engine thread only: connections with a handshake deadline */
+	struct xs_conn *hs_list;
+	bool timer_armed;
+	struct __kernel_timespec timer_ts;
 } eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread bool on_engine_thread;
@@ -277,6 +296,8 @@ static void arm_poll(void *obj, int tag, int fd, unsigned events)
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)obj | (uintptr_t)tag));
 }
 
+static void hs_track(struct xs_conn *c);
+
 static void conn_arm(struct xs_conn *c)
 {
 	unsigned ev = POLLIN | POLLRDHUP;
@@ -291,6 +312,7 @@ static void conn_arm(struct xs_conn *c)
 		ev |= POLLOUT;
 	if (!ev)
 		return;
+	hs_track(c);
 	c->poll_armed = true;
 	conn_ref(c); /* the pending poll holds the connection */
 	arm_poll(c, TAG_CONN, c->fd, ev);
@@ -350,7 +372,7 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 static int tx_acquire(struct xs_conn *c)
 {
 	pthread_mutex_lock(&c->tx_mu);
-	while (c->tx_busy && !c->dead)
+	while ((c->tx_busy || c->rtr_wait) && !c->dead)
 		pthread_cond_wait(&c->tx_cv, &c->tx_mu);
 	if (c->dead || c->state != CONN_ESTABLISHED) {
 		pthread_mutex_unlock(&c->tx_mu);
@@ -560,14 +582,60 @@ static void engine_tx(struct xs_conn *c)
 
 /* ---- receive ---------------------------------------------------------------- */
 
+/* RFC 6581: the responder may send once the initiator's RTR is in. */
+static void rtr_done(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	c->rtr_wait = false;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+}
+
 static int conn_resolve(void *ctx, uint32_t stag, uint64_t to, uint32_t len, uint8_t **dst,
 			struct xs_err *err)
 {
 	struct xs_conn *c = ctx;
 
+	if (len == 0 && ((c->rtr_wait && c->rx.op == RDMAP_OP_WRITE) ||
+			 (c->rtr_rresp && c->rx.op == RDMAP_OP_READ_RESP))) {
+		/* a zero-length Write RTR, or the answer to our Read RTR: it
+		 * names no buffer (siw sends STag 1) and is not the ULP's */
+		c->rtr_eat_last = true;
+		*dst = NULL;
+		return 0;
+	}
+	if (c->rtr_wait) {
+		/* a peer that skipped the RTR: be liberal, let data flow */
+		xs_log("P2P: first FPDU is not an RTR; accepting it");
+		rtr_done(c);
+	}
 	if (!c->ops)
 		return -ENOENT;
 	return c->ops->resolve(c->qp, c->rx.op, stag, to, len, dst, err);
+}
+
+/* Untagged input while the responder waits for the RTR: a zero-length Read
+ * Request is the Read RTR (answered with a zero-length Read Response, its
+ * IRD buffer handed back).  true if it was consumed here. */
+static bool rtr_untagged(struct xs_conn *c, uint32_t qn, const struct ddp_delivery *d)
+{
+	struct rdmap_read_req rr;
+	struct xs_err err;
+
+	if (qn == RDMAP_QN_TERMINATE)
+		return false;
+	if (qn == RDMAP_QN_READ_REQ && rdmap_read_req_decode(d->addr, d->msg_len, &rr, &err) == 0 &&
+	    rr.size == 0) {
+		if (ddp_queue_post(c->q_readreq, d->addr, RDMAP_READ_REQ_LEN, NULL) < 0)
+			xs_log("P2P: IRD buffer lost");
+		if (xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, NULL, 0) < 0)
+			xs_log("P2P: Read RTR not answered");
+		rtr_done(c);
+		return true;
+	}
+	xs_log("P2P: first message is not an RTR; accepting it");
+	rtr_done(c);
+	return false;
 }
 
 static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struct ddp_delivery *d)
@@ -586,6 +654,8 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 			xs_err_set(&c->term_cause, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 				   RDMAP_ECODE_UNSPECIFIED);
 	}
+	if (c->rtr_wait && rtr_untagged(c, qn, d))
+		return;
 	if (c->ops)
 		c->ops->deliver(c->qp, op, qn, d);
 }
@@ -594,6 +664,14 @@ static void conn_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_h
 {
 	struct xs_conn *c = ctx;
 
+	if (c->rtr_eat_last) {
+		c->rtr_eat_last = false;
+		if (op == RDMAP_OP_READ_RESP)
+			c->rtr_rresp = false;
+		else
+			rtr_done(c);
+		return;
+	}
 	if (c->ops && c->ops->tagged_last)
 		c->ops->tagged_last(c->qp, op, h);
 }
@@ -778,6 +856,29 @@ static void stream_setup(struct xs_conn *c)
 	iw_rx_init(&c->rx, c->agreed.markers_rx, c->agreed.crc, 0, conn_resolve, c, &conn_rx_ops, c);
 }
 
+/* Initiator in peer-to-peer mode: the RTR is the first FPDU (RFC 6581 4),
+ * sent before anyone else may transmit on the connection: a zero-length
+ * Write or Read Request naming STag 1 and TO 0 as siw does, or a
+ * zero-length Send. */
+static int send_rtr(struct xs_conn *c)
+{
+	struct rdmap_read_req rr = { .sink_stag = 1, .src_stag = 1 };
+
+	if (!c->agreed.p2p)
+		return 0;
+	switch (c->agreed.rtr) {
+	case MPA_RTR_WRITE:
+		return iw_tx_tagged(&c->tx, RDMAP_OP_WRITE, 1, 0, NULL, 0);
+	case MPA_RTR_READ:
+		c->rtr_rresp = true;
+		return iw_tx_read_req(&c->tx, &rr);
+	case MPA_RTR_SEND:
+		return iw_tx_send(&c->tx, RDMAP_OP_SEND, 0, NULL, 0);
+	default:
+		return 0;
+	}
+}
+
 static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *reply)
 {
 	xs_connect_fn cb = c->connect_cb;
@@ -786,7 +887,11 @@ static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *
 	if (status == 0) {
 		c->state = CONN_ACCEPTED;
 		stream_setup(c);
-	} else {
+		status = send_rtr(c);
+		if (status < 0)
+			xs_log("P2P: RTR not sent: %s", strerror(-status));
+	}
+	if (status != 0) {
 		c->state = CONN_CLOSED;
 		shutdown(c->fd, SHUT_RDWR);
 	}
@@ -800,6 +905,16 @@ static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *
 		conn_unref(c);
 		conn_unref(c);
 	}
+}
+
+/* Responder: give up a connection nobody owns yet (bad or missing Request). */
+static void responder_drop(struct xs_conn *c)
+{
+	c->state = CONN_CLOSED;
+	c->owner_gone = true;
+	c->engine_ref_dropped = true;
+	shutdown(c->fd, SHUT_RDWR);
+	conn_unref(c); /* the engine's; a pending poll's keeps it until conn_event ends */
 }
 
 static void conn_handshake(struct xs_conn *c)
@@ -838,7 +953,9 @@ static void conn_handshake(struct xs_conn *c)
 			return;
 		}
 		rc = mpa_initiator_complete(&c->prefs, &c->req, &f, &c->agreed, &err);
-		if (rc < 0)
+		if (rc == -ECONNREFUSED)
+			xs_log("MPA Reply: the peer rejected the connection");
+		else if (rc < 0)
 			xs_log("MPA Reply refused: %d (layer %u etype %u code 0x%02x)", rc, err.layer,
 			       err.etype, err.ecode);
 		connect_done(c, rc, &f);
@@ -849,11 +966,7 @@ static void conn_handshake(struct xs_conn *c)
 			break;
 		if (rc < 0) {
 			xs_log("bad MPA Request (%d): closing", rc);
-			c->state = CONN_CLOSED;
-			c->owner_gone = true;
-			c->engine_ref_dropped = true;
-			shutdown(c->fd, SHUT_RDWR);
-			conn_unref(c); /* the poll's reference keeps it until conn_event ends */
+			responder_drop(c);
 			return;
 		}
 		c->state = CONN_WAIT_ACCEPT;
@@ -862,12 +975,8 @@ static void conn_handshake(struct xs_conn *c)
 		pthread_mutex_lock(&c->listener->mu);
 		if (c->listener->closing) {
 			pthread_mutex_unlock(&c->listener->mu);
-			c->state = CONN_CLOSED;
-			c->owner_gone = true;
-			c->engine_ref_dropped = true;
-			shutdown(c->fd, SHUT_RDWR);
 			conn_unref(c); /* the CM's */
-			conn_unref(c); /* the engine's */
+			responder_drop(c);
 			return;
 		}
 		c->listener->cb(c->listener->ctx, c, &c->req);
@@ -876,6 +985,85 @@ static void conn_handshake(struct xs_conn *c)
 	default:
 		break;
 	}
+}
+
+/* ---- handshake deadlines (engine thread) ------------------------------------------
+ * A peer that never answers must not leave a connect or an accepted TCP
+ * connection pending forever: each connection in CONNECTING, WAIT_REPLY or
+ * WAIT_REQUEST is on a list scanned by a 250 ms io_uring timeout that runs
+ * only while the list is not empty.  The list holds a reference; entries that
+ * moved on are dropped at the next scan. */
+
+static bool hs_pending(const struct xs_conn *c)
+{
+	return c->state == CONN_CONNECTING || c->state == CONN_WAIT_REPLY ||
+	       c->state == CONN_WAIT_REQUEST;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void timer_arm(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (eng.timer_armed)
+		return;
+	sqe = io_uring_get_sqe(&eng.ring);
+	if (!sqe) {
+		io_uring_submit(&eng.ring);
+		sqe = io_uring_get_sqe(&eng.ring);
+	}
+	eng.timer_ts.tv_sec = 0;
+	eng.timer_ts.tv_nsec = 250 * 1000 * 1000;
+	io_uring_prep_timeout(sqe, &eng.timer_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_TIMER);
+	eng.timer_armed = true;
+}
+
+static void hs_track(struct xs_conn *c)
+{
+	if (c->on_hs_list || !hs_pending(c))
+		return;
+	conn_ref(c);
+	c->on_hs_list = true;
+	c->hs_deadline_ms = now_ms() + xs_config()->mpa_timeout_ms;
+	c->hs_next = eng.hs_list;
+	eng.hs_list = c;
+	timer_arm();
+}
+
+static void hs_scan(void)
+{
+	uint64_t now = now_ms();
+	struct xs_conn **pp = &eng.hs_list;
+
+	while (*pp) {
+		struct xs_conn *c = *pp;
+
+		if (hs_pending(c) && !c->owner_gone && now < c->hs_deadline_ms) {
+			pp = &c->hs_next;
+			continue;
+		}
+		*pp = c->hs_next;
+		c->on_hs_list = false;
+		if (hs_pending(c) && !c->owner_gone) {
+			xs_log("MPA %s: no answer within %u ms", c->initiator ? "connect" : "Request",
+			       xs_config()->mpa_timeout_ms);
+			if (c->initiator)
+				connect_done(c, -ETIMEDOUT, NULL);
+			else
+				responder_drop(c);
+		}
+		conn_unref(c); /* the list's */
+	}
+	if (eng.hs_list)
+		timer_arm();
 }
 
 /* ---- engine thread ----------------------------------------------------------- */
@@ -1004,6 +1192,9 @@ static void *engine_main(void *arg)
 				listener_unref(l); /* the poll's reference */
 			} else if (tag == TAG_CONN) {
 				conn_event(obj, res < 0 ? POLLERR : res);
+			} else if (tag == TAG_TIMER) {
+				eng.timer_armed = false;
+				hs_scan();
 			}
 		}
 		io_uring_cq_advance(&eng.ring, n);
@@ -1036,6 +1227,7 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	c->qp = qp;
 	ddp_rx_add_queue(&c->rx.ddp, q_send);
 	ddp_rx_add_queue(&c->rx.ddp, q_readreq);
+	c->q_readreq = q_readreq;
 	ddp_rx_add_queue(&c->rx.ddp, q_term);
 	c->state = CONN_ESTABLISHED;
 	if (!on_engine_thread)
@@ -1192,6 +1384,7 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 	}
 	c->state = CONN_ACCEPTED;
 	stream_setup(c);
+	c->rtr_wait = c->agreed.p2p && c->agreed.rtr != MPA_RTR_NONE;
 	return 0;
 }
 
