@@ -271,7 +271,7 @@ static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t t
 		      uint8_t **dst, struct xs_err *err)
 {
 	struct xs_qp *q = ctx;
-	bool ok = false, empty = false;
+	bool ok = false, empty = false, outstanding;
 
 	if (op == RDMAP_OP_WRITE)
 		return xs_mr_resolve(q->qp.pd, stag, to, len, XS_ACCESS_REMOTE_WRITE, dst, err);
@@ -281,7 +281,8 @@ static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t t
 	}
 	/* a Read Response must land in the sink of the oldest Read */
 	pthread_mutex_lock(&q->rd_lock);
-	if (q->rd_count) {
+	outstanding = q->rd_count > 0;
+	if (outstanding) {
 		const struct xs_read *rd = &q->rd[q->rd_head];
 
 		ok = rd->sink_stag == stag && to >= rd->sink_to && len <= rd->len &&
@@ -289,6 +290,11 @@ static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t t
 		empty = ok && rd->len == 0;
 	}
 	pthread_mutex_unlock(&q->rd_lock);
+	if (!outstanding) {
+		/* no Read outstanding: the Read Response itself is unexpected */
+		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP, RDMAP_ECODE_UNEXPECTED_OP);
+		return -EPROTO;
+	}
 	if (!ok) {
 		xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG);
 		return -EPROTO;
@@ -383,9 +389,8 @@ static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 				   &src, &err);
 	if (rc == 0) {
 		rc = xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, src, rr.size);
-		if (rc < 0)
-			xs_err_set(&err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-				   RDMAP_ECODE_UNSPECIFIED);
+		if (rc < 0) /* beyond IRD: no Read Request buffer for it (as siw) */
+			xs_err_set(&err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_NO_BUFFER);
 	}
 	if (rc == 0) {
 		/* the 28 octets were decoded: the buffer serves the next one */

@@ -431,14 +431,20 @@ int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
 	return rc;
 }
 
+static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
+
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 {
 	int rc = tx_acquire(c);
 
-	if (rc < 0)
-		return rc;
-	rc = iw_tx_terminate(&c->tx, t);
-	tx_release(c);
+	if (rc == 0) {
+		rc = iw_tx_terminate(&c->tx, t);
+		tx_release(c);
+	}
+	/* RFC 5040 5.3: after a Terminate the stream is over: nothing more is
+	 * placed (not even the rest of what was already read) and TCP closes */
+	if (on_engine_thread)
+		conn_fail(c, true, &t->cause, -EPROTO);
 	return rc;
 }
 
@@ -526,8 +532,6 @@ static int engine_next_rr_fpdu(struct xs_conn *c)
 	return 0;
 }
 
-static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
-
 /* Engine: serve queued Read Responses and a pending disconnect, never
  * blocking.  Takes tx ownership only when no application thread has it. */
 static void engine_tx(struct xs_conn *c)
@@ -596,6 +600,11 @@ static int conn_resolve(void *ctx, uint32_t stag, uint64_t to, uint32_t len, uin
 {
 	struct xs_conn *c = ctx;
 
+	if (c->dead) {
+		/* a Terminate went out in the middle of this input */
+		xs_err_set(err, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_TCP_CLOSED);
+		return -EPIPE;
+	}
 	if (len == 0 && ((c->rtr_wait && c->rx.op == RDMAP_OP_WRITE) ||
 			 (c->rtr_rresp && c->rx.op == RDMAP_OP_READ_RESP))) {
 		/* a zero-length Write RTR, or the answer to our Read RTR: it
@@ -642,6 +651,8 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 {
 	struct xs_conn *c = ctx;
 
+	if (c->dead)
+		return; /* the stream ended earlier in this input */
 	if (qn == RDMAP_QN_TERMINATE) {
 		struct rdmap_term t;
 		struct xs_err e;
