@@ -208,7 +208,11 @@ static void tcp_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static int tcp_connect(uint16_t port)
+/* TCP_NODELAY for the ping-pong only: with it, a 64 KiB write on loopback
+ * (MSS 65483) leaves as a full segment plus a 53-octet runt, which halves
+ * raw TCP's bandwidth; Nagle coalesces the runt (xsock sizes its FPDUs to
+ * the MSS instead). */
+static int tcp_connect(uint16_t port, bool nodelay)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -216,18 +220,20 @@ static int tcp_connect(uint16_t port)
 
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		die("tcp connect");
-	tcp_nodelay(fd);
+	if (nodelay)
+		tcp_nodelay(fd);
 	return fd;
 }
 
-static int tcp_accept(int lfd)
+static int tcp_accept(int lfd, bool nodelay)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (fd < 0)
 		die("accept");
 	close(lfd);
-	tcp_nodelay(fd);
+	if (nodelay)
+		tcp_nodelay(fd);
 	return fd;
 }
 
@@ -266,7 +272,7 @@ static int tcp_bw_server(int port_fd)
 	int lfd = tcp_listen(&port);
 
 	tell_port(port_fd, port);
-	int fd = tcp_accept(lfd);
+	int fd = tcp_accept(lfd, false);
 	uint8_t *buf = xmalloc(opt.size);
 	uint64_t got = 0, want = opt.total + 8, trailer = 0;
 
@@ -278,12 +284,13 @@ static int tcp_bw_server(int port_fd)
 		if (r <= 0)
 			fail("tcp bw server: recv");
 		/* the trailer's octets may arrive in pieces */
-		for (ssize_t i = 0; i < r; i++)
-			if (got + (uint64_t)i >= opt.total)
-				((uint8_t *)&trailer)[got + (uint64_t)i - opt.total] = buf[i];
-		got += (uint64_t)r;
+		uint64_t end = got + (uint64_t)r;
+		for (uint64_t at = got > opt.total ? got : opt.total; at < end; at++)
+			((uint8_t *)&trailer)[at - opt.total] = buf[at - got];
+		got = end;
 	}
 	uint8_t ok = trailer == opt.total;
+	tcp_nodelay(fd); /* the answer leaves at once */
 	write_all(fd, &ok, 1);
 	close(fd);
 	free(buf);
@@ -295,7 +302,7 @@ static int tcp_bw(void)
 	uint16_t port;
 
 	fork_server(tcp_bw_server, &port);
-	int fd = tcp_connect(port);
+	int fd = tcp_connect(port, false);
 	uint8_t *buf = xmalloc(opt.size);
 	uint64_t trailer = opt.total;
 	uint8_t ok = 0;
@@ -305,6 +312,7 @@ static int tcp_bw(void)
 	for (uint64_t sent = 0; sent < opt.total; sent += opt.size)
 		write_all(fd, buf, opt.size);
 	write_all(fd, (const uint8_t *)&trailer, sizeof(trailer));
+	tcp_nodelay(fd); /* push the trailer */
 	read_all(fd, &ok, 1, 0);
 	uint64_t t1 = now_ns();
 	close(fd);
@@ -322,7 +330,7 @@ static int tcp_lat_server(int port_fd)
 	int lfd = tcp_listen(&port);
 
 	tell_port(port_fd, port);
-	int fd = tcp_accept(lfd);
+	int fd = tcp_accept(lfd, true);
 	uint8_t msg[MSG_LEN];
 	int flags = opt.spin ? MSG_DONTWAIT : 0;
 
@@ -339,7 +347,7 @@ static int tcp_lat(void)
 	uint16_t port;
 
 	fork_server(tcp_lat_server, &port);
-	int fd = tcp_connect(port);
+	int fd = tcp_connect(port, true);
 	uint64_t *rtt = calloc(opt.iters, sizeof(*rtt));
 	uint8_t msg[MSG_LEN] = { 0 }, back[MSG_LEN];
 	int flags = opt.spin ? MSG_DONTWAIT : 0;
