@@ -37,6 +37,11 @@ enum conn_state {
 };
 
 #define XS_RBUF 65536
+/* Receive sizes around direct placement: the octets taken with a payload
+ * for the CRC and the next FPDU's headers, and the payload window beyond
+ * which FPDUs count as large. */
+#define XS_RTAIL 256
+#define XS_RLARGE 4096
 #define XS_RR_MAX XS_MAX_IRD
 #define XS_HS_MAX (MPA_RR_HDR_LEN + MPA_PD_MAX)
 
@@ -84,6 +89,7 @@ struct xs_conn {
 	bool term_seen;
 	struct xs_err term_cause;
 	uint8_t *rbuf;
+	bool rx_large; /* large FPDUs are streaming in: read headers only */
 	int rx_defer; /* XS_RX_DEFER_*: an app thread's receive found the end */
 	struct xs_err rx_defer_err;
 
@@ -695,15 +701,24 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 		int rc = 0;
 
 		if (win > 0) {
-			/* payload whose destination is known: straight there */
-			n = recv(c->fd, dst, win, MSG_DONTWAIT);
+			/* payload whose destination is known: straight there, and
+			 * in the same call the CRC and the next FPDU's headers */
+			struct iovec v[2] = { { dst, win }, { c->rbuf, XS_RTAIL } };
+			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+			n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 			if (n > 0)
-				rc = iw_rx_direct_done(&c->rx, (size_t)n, &err);
+				rc = iw_rx_direct_done(&c->rx, (size_t)n < win ? (size_t)n : win, &err);
+			if (n > 0 && (size_t)n > win && rc == 0)
+				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n - win, &err);
 		} else {
-			n = recv(c->fd, c->rbuf, XS_RBUF, MSG_DONTWAIT);
+			/* inside a stream of large FPDUs a big read would stage
+			 * payload here only to copy it again: read the headers */
+			n = recv(c->fd, c->rbuf, c->rx_large ? XS_RTAIL : XS_RBUF, MSG_DONTWAIT);
 			if (n > 0)
 				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err);
 		}
+		if (n > 0 && rc == 0)
+			c->rx_large = iw_rx_direct(&c->rx, &dst) >= XS_RLARGE;
 		if (rc < 0) {
 			if (engine) {
 				conn_protocol_error(c, &err);
