@@ -15,6 +15,7 @@ struct xs_conn {
 	int fail_attach, fail_tx;
 	/* what the QP sent */
 	int nsend, ntagged, nreadreq, nterm, nreadresp, disconnected, puts;
+	int holds; /* CQ references (xs_conn_hold - xs_conn_release) */
 	enum rdmap_opcode last_op;
 	uint32_t last_inv, last_stag;
 	uint64_t last_to;

@@ -73,6 +73,8 @@ uint8_t *xs_mr_local(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t l
 
 /* ---- CQ (verbs_cq.c) ---------------------------------------------------- */
 
+#define XS_CQ_POLL_CONNS 8 /* more QPs on one CQ are served by the engine alone */
+
 struct xs_cq {
 	struct ibv_cq cq;
 	pthread_mutex_t lock; /* the ring and the arming */
@@ -81,6 +83,11 @@ struct xs_cq {
 	int armed; /* 0, XS_CQ_ARM_NEXT, XS_CQ_ARM_SOLICITED */
 	bool overflow;
 	int qp_refs; /* QPs using it (atomic) */
+	/* connections of the QPs that complete here (a hold each, under lock):
+	 * polling an empty CQ receives on them on the caller's thread */
+	struct xs_conn *conns[XS_CQ_POLL_CONNS];
+	unsigned nconns;
+	int spinners; /* ibv_get_cq_event spins using it (atomic) */
 };
 
 #define XS_CQ_ARM_NEXT 1
@@ -89,5 +96,10 @@ struct xs_cq {
 /* Append a completion (any thread).  solicited: a receive of a Send with SE,
  * for req_notify_cq(cq, 1).  Returns 0, or -ENOSPC on overflow (dropped). */
 int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* A QP bound to conn completes on cq: add/remove conn to the connections
+ * an empty poll receives on (the first XS_CQ_POLL_CONNS; a hold each). */
+void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn);
+void xs_cq_del_conn(struct ibv_cq *cq, struct xs_conn *conn);
 
 #endif

@@ -568,6 +568,8 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct xs_conn *c = qp_conn(q);
 
 	if (c) {
+		xs_cq_del_conn(ibqp->send_cq, c);
+		xs_cq_del_conn(ibqp->recv_cq, c);
 		/* the QP owns the reference bind took over; after put no upcall runs */
 		xs_conn_disconnect(c);
 		xs_conn_put(c);
@@ -783,6 +785,9 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 		q->ird_bufs = NULL;
 		return rc;
 	}
+	/* polling the CQs receives on the connection (the fast path) */
+	xs_cq_add_conn(q->qp.recv_cq, c);
+	xs_cq_add_conn(q->qp.send_cq, c);
 	pthread_mutex_lock(&q->lock);
 	q->attr.max_rd_atomic = (uint8_t)ord;
 	q->attr.max_dest_rd_atomic = (uint8_t)ird;

@@ -38,6 +38,11 @@ enum conn_state {
 };
 
 #define XS_RBUF 65536
+/* Receive sizes around direct placement: the octets taken with a payload
+ * for the CRC and the next FPDU's headers, and the payload window beyond
+ * which FPDUs count as large. */
+#define XS_RTAIL 256
+#define XS_RLARGE 4096
 #define XS_RR_MAX XS_MAX_IRD
 #define XS_HS_MAX (MPA_RR_HDR_LEN + MPA_PD_MAX)
 
@@ -85,6 +90,9 @@ struct xs_conn {
 	bool term_seen;
 	struct xs_err term_cause;
 	uint8_t *rbuf;
+	bool rx_large; /* large FPDUs are streaming in: read headers only */
+	int rx_defer; /* XS_RX_DEFER_*: an app thread's receive found the end */
+	struct xs_err rx_defer_err;
 
 	/* transmit: exclusive ownership by one thread at a time */
 	pthread_mutex_t tx_mu;
@@ -121,7 +129,8 @@ struct xs_conn {
 	unsigned cmd_flags;
 };
 
-enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4 };
+enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8 };
+enum { XS_RX_DEFER_PROTO = 1, XS_RX_DEFER_TERM = 2 };
 
 struct xs_listener {
 	int fd;
@@ -762,32 +771,56 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 	conn_fail(c, true, err, -EPROTO);
 }
 
-static void conn_receive(struct xs_conn *c)
+/* Receive what the socket holds (rx_mu held) until it would block or the
+ * budget is used.  On the engine thread a failure ends the stream here;
+ * on an application thread (engine = false, the poll_cq fast path) a
+ * protocol error or a peer's Terminate is parked in rx_defer for the
+ * engine, which owns every upcall that ends a stream, and a FIN or socket
+ * error is left for the engine's own poll to find.  Returns the octets
+ * consumed. */
+static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 {
 	struct xs_err err;
-	size_t budget = 4u << 20; /* then let other connections run */
+	size_t got = 0;
 
-	pthread_mutex_lock(&c->rx_mu);
-	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead) {
+	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead && !c->rx_defer) {
 		uint8_t *dst;
 		size_t win = iw_rx_direct(&c->rx, &dst);
 		ssize_t n;
+		int rc = 0;
 
 		if (win > 0) {
-			/* payload whose destination is known: straight there */
-			n = recv(c->fd, dst, win, MSG_DONTWAIT);
-			if (n > 0 && iw_rx_direct_done(&c->rx, (size_t)n, &err) < 0) {
-				conn_protocol_error(c, &err);
-				break;
-			}
+			/* payload whose destination is known: straight there, and
+			 * in the same call the CRC and the next FPDU's headers */
+			struct iovec v[2] = { { dst, win }, { c->rbuf, XS_RTAIL } };
+			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+			n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+			if (n > 0)
+				rc = iw_rx_direct_done(&c->rx, (size_t)n < win ? (size_t)n : win, &err);
+			if (n > 0 && (size_t)n > win && rc == 0)
+				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n - win, &err);
 		} else {
-			n = recv(c->fd, c->rbuf, XS_RBUF, MSG_DONTWAIT);
-			if (n > 0 && iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err) < 0) {
+			/* inside a stream of large FPDUs a big read would stage
+			 * payload here only to copy it again: read the headers */
+			n = recv(c->fd, c->rbuf, c->rx_large ? XS_RTAIL : XS_RBUF, MSG_DONTWAIT);
+			if (n > 0)
+				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err);
+		}
+		if (n > 0 && rc == 0)
+			c->rx_large = iw_rx_direct(&c->rx, &dst) >= XS_RLARGE;
+		if (rc < 0) {
+			if (engine) {
 				conn_protocol_error(c, &err);
-				break;
+			} else {
+				c->rx_defer_err = err;
+				c->rx_defer = XS_RX_DEFER_PROTO;
+				conn_command(c, CMD_RXDEFER);
 			}
+			break;
 		}
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+			if (!engine)
+				break; /* the engine's poll sees it too */
 			/* FIN or RST: after a Terminate it is the remote error */
 			struct xs_err e;
 			if (c->term_seen)
@@ -802,12 +835,40 @@ static void conn_receive(struct xs_conn *c)
 		}
 		if (n < 0)
 			break;
+		got += (size_t)n;
 		budget = (size_t)n < budget ? budget - (size_t)n : 0;
 		if (c->term_seen) {
-			conn_fail(c, false, &c->term_cause, -ECONNRESET);
+			if (engine) {
+				conn_fail(c, false, &c->term_cause, -ECONNRESET);
+			} else {
+				c->rx_defer = XS_RX_DEFER_TERM;
+				conn_command(c, CMD_RXDEFER);
+			}
 			break;
 		}
 	}
+	return got;
+}
+
+static void conn_receive(struct xs_conn *c)
+{
+	/* An application thread receiving here (xs_conn_poll) takes what is
+	 * there; waiting for its lock would only add a wake-up.  What it
+	 * leaves keeps the socket readable, and the re-armed poll fires. */
+	if (pthread_mutex_trylock(&c->rx_mu))
+		return;
+	conn_receive_locked(c, 4u << 20, true); /* then let other connections run */
+	pthread_mutex_unlock(&c->rx_mu);
+}
+
+/* Engine: end the stream for what an application thread's receive found. */
+static void conn_rx_deferred(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->rx_mu);
+	if (c->rx_defer == XS_RX_DEFER_PROTO && !c->dead)
+		conn_protocol_error(c, &c->rx_defer_err);
+	else if (c->rx_defer == XS_RX_DEFER_TERM && !c->dead)
+		conn_fail(c, false, &c->term_cause, -ECONNRESET);
 	pthread_mutex_unlock(&c->rx_mu);
 }
 
@@ -1165,6 +1226,8 @@ static void run_commands(void)
 				conn_unref(c);
 			}
 		} else {
+			if (flags & CMD_RXDEFER)
+				conn_rx_deferred(c);
 			if (flags & CMD_TX)
 				engine_tx(c);
 			if (flags & (CMD_ARM | CMD_TX))
@@ -1245,6 +1308,28 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 		pthread_mutex_unlock(&c->rx_mu);
 	conn_command(c, CMD_ARM);
 	return 0;
+}
+
+void xs_conn_hold(struct xs_conn *c)
+{
+	conn_ref(c);
+}
+
+void xs_conn_release(struct xs_conn *c)
+{
+	conn_unref(c);
+}
+
+ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
+{
+	ssize_t got = 0;
+
+	if (on_engine_thread || pthread_mutex_trylock(&c->rx_mu))
+		return -EBUSY; /* the engine is receiving: it completes what comes */
+	if (!c->owner_gone && c->ops)
+		got = (ssize_t)conn_receive_locked(c, budget, false);
+	pthread_mutex_unlock(&c->rx_mu);
+	return got;
 }
 
 const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c)

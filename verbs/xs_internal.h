@@ -5,7 +5,8 @@
  * manager (cm.c: rdma_* calls) meet here.  Nothing here is exported.
  *
  * Threads: application threads call verbs/CM; ONE engine thread per process
- * owns every socket's receive side and the handshakes.  Sends are framed and
+ * owns every socket's receive side and the handshakes (an application
+ * thread polling a CQ may also receive, see xs_conn_poll).  Sends are framed and
  * written on the caller's thread (the fast path) under the connection's tx
  * lock; bytes the socket does not take at once are queued and flushed by the
  * engine.  Upcalls (xs_conn_ops, accept/connect callbacks) run on the engine
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "iwarp/iw_stream.h"
 #include "mpa/mpa.h"
@@ -126,6 +128,19 @@ int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t);
  * the agreed IRD. */
 int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
 		      const uint8_t *src, uint32_t len);
+
+/* The fast path of a polling application thread (ibv_poll_cq on an empty
+ * CQ, the brief spin of ibv_get_cq_event): receive what the socket already
+ * holds on the caller's thread, placing data and completing receives
+ * exactly as the engine would, without a thread hand-off.  Never blocks:
+ * -EBUSY at once if another thread (the engine) is receiving on this
+ * connection.  A failure found here is handed to the engine, which ends
+ * the stream.  Returns the octets consumed (at most about budget). */
+ssize_t xs_conn_poll(struct xs_conn *c, size_t budget);
+/* Keep c allocated while someone other than its owner (a CQ) refers to
+ * it; xs_conn_release drops that reference. */
+void xs_conn_hold(struct xs_conn *c);
+void xs_conn_release(struct xs_conn *c);
 
 /* The negotiated MPA parameters. */
 const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c);
