@@ -179,13 +179,17 @@ static void test_mr(void)
 	TRIPLE(1, 1, 0x01);
 	CHECK(RES(mr->rkey, 0x100800, UINT64_MAX, XS_ACCESS_REMOTE_WRITE) < 0);
 	TRIPLE(1, 1, 0x01);
+	CHECK(RES(mr->rkey, UINT64_MAX - 1, 4, XS_ACCESS_REMOTE_READ) < 0);
+	TRIPLE(0, 1, 0x04); /* a Read source's TO wrap */
 	/* local lookups use the same table */
 	CHECK(xs_mr_local(pd, mr->lkey, 0x100010, 16, true) == mem + 16);
 	CHECK(xs_mr_local(pd, ro->lkey, (uintptr_t)mem + 4096, 16, true) == NULL);
 	CHECK(xs_mr_local(pd, ro->lkey, (uintptr_t)mem + 4096, 16, false) == mem + 4096);
 	/* invalidation: only MRs of the PD */
 	CHECK(xs_mr_invalidate(pd, other->rkey, &e) < 0);
-	TRIPLE(0, 2, 0x09);
+	TRIPLE(0, 1, 0x09); /* another PD's: Remote Protection Error (as siw) */
+	CHECK(xs_mr_invalidate(pd, 0xfffffe00, &e) < 0);
+	TRIPLE(0, 2, 0x09); /* unknown: Remote Operation Error */
 	CHECK_EQ_U(xs_mr_invalidate(pd2, other->rkey, &e), 0);
 	CHECK(xs_mr_resolve(pd2, other->rkey, (uintptr_t)mem, 1, XS_ACCESS_REMOTE_WRITE, &dst, &e) < 0);
 	TRIPLE(1, 1, 0x00);
