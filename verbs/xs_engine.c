@@ -409,14 +409,21 @@ int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
 	return rc;
 }
 
+static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
+
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 {
 	int rc = tx_acquire(c);
 
-	if (rc < 0)
-		return rc;
-	rc = iw_tx_terminate(&c->tx, t);
-	tx_release(c);
+	if (rc == 0) {
+		rc = iw_tx_terminate(&c->tx, t);
+		tx_release(c);
+	}
+	/* A Terminate ends the stream.  From a QP upcall (engine thread, rx_mu
+	 * held) fail it now, as conn_protocol_error does: the QP's failed
+	 * upcall and DISCONNECTED follow without waiting for the peer. */
+	if (on_engine_thread)
+		conn_fail(c, true, &t->cause, -EPROTO);
 	return rc;
 }
 
@@ -503,8 +510,6 @@ static int engine_next_rr_fpdu(struct xs_conn *c)
 	}
 	return 0;
 }
-
-static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
 
 /* Engine: serve queued Read Responses and a pending disconnect, never
  * blocking.  Takes tx ownership only when no application thread has it. */
