@@ -410,20 +410,26 @@ int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
 }
 
 static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
+static void conn_terminate_fail(struct xs_conn *c, const struct rdmap_term *t);
 
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 {
-	int rc = tx_acquire(c);
+	int rc;
 
-	if (rc == 0) {
-		rc = iw_tx_terminate(&c->tx, t);
-		tx_release(c);
+	/* From a QP upcall (engine thread, rx_mu held) never wait for the tx
+	 * side: an application thread may own it while it waits for socket
+	 * room that only this thread's receiving can make (both ends in one
+	 * process).  Send it if the tx side is free, then fail the stream, as
+	 * for a protocol error the engine finds itself. */
+	if (on_engine_thread) {
+		conn_terminate_fail(c, t);
+		return 0;
 	}
-	/* A Terminate ends the stream.  From a QP upcall (engine thread, rx_mu
-	 * held) fail it now, as conn_protocol_error does: the QP's failed
-	 * upcall and DISCONNECTED follow without waiting for the peer. */
-	if (on_engine_thread)
-		conn_fail(c, true, &t->cause, -EPROTO);
+	rc = tx_acquire(c);
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_terminate(&c->tx, t);
+	tx_release(c);
 	return rc;
 }
 
@@ -639,16 +645,9 @@ static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, i
 	conn_report_closed(c, status);
 }
 
-/* A protocol error we found: Terminate (if the tx side is free), then fail. */
-static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
+/* Engine thread: the Terminate t (if the tx side is free), then fail. */
+static void conn_terminate_fail(struct xs_conn *c, const struct rdmap_term *t)
 {
-	struct rdmap_term t = { .cause = *err };
-
-	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
-		t.d = true;
-		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
-		t.ddp_hdr_len = c->rx.hdr_len;
-	}
 	pthread_mutex_lock(&c->tx_mu);
 	bool free_tx = !c->tx_busy && !c->dead;
 	if (free_tx)
@@ -656,7 +655,7 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 	pthread_mutex_unlock(&c->tx_mu);
 	if (free_tx) {
 		uint8_t body[RDMAP_TERM_MAX_LEN];
-		ssize_t n = rdmap_term_encode(&t, body, sizeof(body));
+		ssize_t n = rdmap_term_encode(t, body, sizeof(body));
 		if (n > 0) {
 			/* a Terminate is small: one nonblocking attempt */
 			struct ddp_hdr h = { .dv = DDP_VERSION, .last = true, .qn = RDMAP_QN_TERMINATE,
@@ -675,7 +674,20 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 		c->tx_busy = false;
 		pthread_mutex_unlock(&c->tx_mu);
 	}
-	conn_fail(c, true, err, -EPROTO);
+	conn_fail(c, true, &t->cause, -EPROTO);
+}
+
+/* A protocol error we found: Terminate (if the tx side is free), then fail. */
+static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
+{
+	struct rdmap_term t = { .cause = *err };
+
+	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
+		t.d = true;
+		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
+		t.ddp_hdr_len = c->rx.hdr_len;
+	}
+	conn_terminate_fail(c, &t);
 }
 
 static void conn_receive(struct xs_conn *c)
