@@ -966,6 +966,69 @@ out:
 	free_ep(&c);
 }
 
+/* A Terminate the target must send while its own application thread is
+ * in the middle of big Writes the other way (one engine thread serves both
+ * ends here): no deadlock, everything completes, both sides disconnect. */
+static void test_terminate_while_sending(void)
+{
+	struct ep c, s;
+	struct writer w;
+	pthread_t t;
+	struct timespec dl;
+	int ok, fl, other;
+
+	if (!pair_up(&c, &s, 64, 0, 0)) {
+		xs_test_failures++;
+		goto out;
+	}
+	uint8_t *dst = malloc(BIG), *src = malloc(BIG);
+	REQUIRE(dst && src);
+	memset(src, 9, BIG);
+	struct ibv_mr *dmr = ibv_reg_mr(c.id->pd, dst, BIG,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	w.mr = ibv_reg_mr(s.id->pd, src, BIG, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(dmr && w.mr);
+	w.c = &s; /* the target writes to the requester */
+	w.rkey = dmr->rkey;
+	w.to = (uintptr_t)dst;
+	w.buf = src;
+	w.rc = -1;
+	REQUIRE(pthread_create(&t, NULL, write_many, &w) == 0);
+	usleep(2000);
+	struct ibv_sge sg = { .addr = (uintptr_t)(c.mem + GUARD), .length = 64,
+			      .lkey = c.mr[T_RW]->lkey };
+	CHECK(post1(c.id->qp, 1, IBV_WR_RDMA_READ, &sg, 1, 0xfffffe00, 0, 0) == 0);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	if (pthread_timedjoin_np(t, NULL, &dl) != 0) {
+		fprintf(stderr, "terminate while sending: post_send still blocked after 5 s\n");
+		_exit(XS_TEST_FAIL); /* a hang: nothing can be cleaned up */
+	}
+	CHECK(w.rc == 0);
+	struct ibv_wc wc;
+	CHECK(poll_n(c.scq, &wc, 1, 2000) == 1 && wc.wr_id == 1 &&
+	      (wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_WR_FLUSH_ERR));
+	count_done(s.scq, NBIG, 2000, &ok, &fl, &other);
+	printf("terminate while sending: Read %s, target writes %d ok %d flushed\n",
+	       ibv_wc_status_str(wc.status), ok, fl);
+	CHECK(ok + fl == NBIG && other == 0);
+	struct rdma_cm_event *ev = cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 2000, "tws client");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 2000, "tws server");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	int na, nb;
+	drain_async(c.id->qp, &na, s.id->qp, &nb);
+	CHECK(ibv_dereg_mr(dmr) == 0);
+	CHECK(ibv_dereg_mr(w.mr) == 0);
+	free(dst);
+	free(src);
+out:
+	free_ep(&s);
+	free_ep(&c);
+}
+
 /* ---- a peer SIGKILLed mid-transfer ---------------------------------------------------- */
 
 static void *killer(void *arg)
@@ -1204,6 +1267,7 @@ int main(void)
 	test_modify_err_flush();
 	printf("modify_qp(ERR) flush: %s\n", xs_test_failures ? "(failures above)" : "ok");
 	test_disconnect_outstanding();
+	test_terminate_while_sending();
 	test_peer_killed();
 	test_bad_input();
 
