@@ -187,6 +187,7 @@ XS_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		c->ch.refcnt--;
 		pthread_mutex_unlock(&c->lock);
 	}
+	xs_async_forget(cq->context, cq); /* an unread CQ_ERR must not name freed memory */
 	pthread_mutex_destroy(&x->lock);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);

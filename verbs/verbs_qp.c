@@ -604,6 +604,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	}
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	xs_async_forget(ibqp->context, ibqp); /* no upcall can queue one any more */
 	pthread_mutex_destroy(&q->qp.mutex);
 	pthread_cond_destroy(&q->qp.cond);
 	pthread_mutex_destroy(&q->lock);
