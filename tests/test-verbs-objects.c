@@ -606,6 +606,9 @@ static void test_qp_conn(void)
 	      memcmp(c2.last_term.rdmap_hdr, rrb, RDMAP_READ_REQ_LEN) == 0);
 	CHECK(c2.last_term.d && c2.last_term.ddp_hdr_len == DDP_UNTAGGED_HDR_LEN);
 	CHECK_EQ_U(qp->state, IBV_QPS_ERR);
+	CHECK_EQ_U(c2.disconnected, 1); /* FIN after the Terminate */
+	/* its QP_FATAL is left unread: destroying the QP drops it (the next
+	 * event read below must not name this freed QP) */
 	CHECK_EQ_U(ibv_destroy_qp(qp), 0);
 
 	/* the peer's Terminate for our Read: REM_ACCESS_ERR on that Read */
