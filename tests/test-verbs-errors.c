@@ -10,7 +10,7 @@
  * sides, QP_FATAL on both, the target memory untouched (guard bytes), and
  * (raw peer) the Terminate's Layer/EType/ECode and headers on the wire.
  * RDMA Write and Send complete on the requester once the LLP took them
- * (RFC 5040 5.? / siw / hardware iWARP: there is no acknowledgement), so
+ * (iWARP has no acknowledgement; siw and iWARP NICs do the same), so
  * their own completion is SUCCESS; the error then shows as the QP's
  * asynchronous error and the flush.  An RDMA Read completes with the
  * status the Terminate maps to (RDMAP Remote Protection -> REM_ACCESS_ERR).
