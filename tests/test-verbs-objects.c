@@ -179,13 +179,17 @@ static void test_mr(void)
 	TRIPLE(1, 1, 0x01);
 	CHECK(RES(mr->rkey, 0x100800, UINT64_MAX, XS_ACCESS_REMOTE_WRITE) < 0);
 	TRIPLE(1, 1, 0x01);
+	CHECK(RES(mr->rkey, UINT64_MAX - 1, 4, XS_ACCESS_REMOTE_READ) < 0);
+	TRIPLE(0, 1, 0x04); /* a Read source's TO wrap */
 	/* local lookups use the same table */
 	CHECK(xs_mr_local(pd, mr->lkey, 0x100010, 16, true) == mem + 16);
 	CHECK(xs_mr_local(pd, ro->lkey, (uintptr_t)mem + 4096, 16, true) == NULL);
 	CHECK(xs_mr_local(pd, ro->lkey, (uintptr_t)mem + 4096, 16, false) == mem + 4096);
 	/* invalidation: only MRs of the PD */
 	CHECK(xs_mr_invalidate(pd, other->rkey, &e) < 0);
-	TRIPLE(0, 2, 0x09);
+	TRIPLE(0, 1, 0x09); /* another PD's: Remote Protection Error (as siw) */
+	CHECK(xs_mr_invalidate(pd, 0xfffffe00, &e) < 0);
+	TRIPLE(0, 2, 0x09); /* unknown: Remote Operation Error */
 	CHECK_EQ_U(xs_mr_invalidate(pd2, other->rkey, &e), 0);
 	CHECK(xs_mr_resolve(pd2, other->rkey, (uintptr_t)mem, 1, XS_ACCESS_REMOTE_WRITE, &dst, &e) < 0);
 	TRIPLE(1, 1, 0x00);
@@ -602,6 +606,9 @@ static void test_qp_conn(void)
 	      memcmp(c2.last_term.rdmap_hdr, rrb, RDMAP_READ_REQ_LEN) == 0);
 	CHECK(c2.last_term.d && c2.last_term.ddp_hdr_len == DDP_UNTAGGED_HDR_LEN);
 	CHECK_EQ_U(qp->state, IBV_QPS_ERR);
+	CHECK_EQ_U(c2.disconnected, 1); /* FIN after the Terminate */
+	/* its QP_FATAL is left unread: destroying the QP drops it (the next
+	 * event read below must not name this freed QP) */
 	CHECK_EQ_U(ibv_destroy_qp(qp), 0);
 
 	/* the peer's Terminate for our Read: REM_ACCESS_ERR on that Read */

@@ -281,6 +281,7 @@ XS_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		while (__atomic_load_n(&x->spinners, __ATOMIC_ACQUIRE))
 			sched_yield();
 	}
+	xs_async_forget(cq->context, cq); /* an unread CQ_ERR must not name freed memory */
 	pthread_mutex_destroy(&x->lock);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);

@@ -393,6 +393,43 @@ void xs_async_event(struct ibv_context *ctx, const struct ibv_async_event *ev)
 		xs_log("async event lost: %s\n", strerror(errno));
 }
 
+static bool event_names(const struct ibv_async_event *ev, const void *obj)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		return ev->element.cq == obj;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return ev->element.qp == obj;
+	default:
+		return false;
+	}
+}
+
+void xs_async_forget(struct ibv_context *ctx, const void *obj)
+{
+	struct xs_context *x = to_xs_context(ctx);
+	unsigned kept = 0;
+
+	pthread_mutex_lock(&x->ev_lock);
+	for (unsigned i = 0; i < x->ev_count; i++) {
+		const struct ibv_async_event *ev = &x->evq[(x->ev_head + i) % x->ev_cap];
+
+		if (!event_names(ev, obj))
+			x->evq[(x->ev_head + kept++) % x->ev_cap] = *ev;
+	}
+	/* async_fd stays readable for the dropped ones: get_async_event reads
+	 * the counter and finds the FIFO empty (EAGAIN, or waits) */
+	x->ev_count = kept;
+	pthread_mutex_unlock(&x->ev_lock);
+}
+
 /* Blocks on async_fd (or EAGAIN if the app made it non-blocking). */
 XS_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {

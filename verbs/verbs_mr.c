@@ -224,6 +224,11 @@ int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
 	} else if (!(m->access & need)) {
 		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_ACCESS);
 		rc = -EPROTO;
+	} else if (rd && len && to > UINT64_MAX - (len - 1)) {
+		/* a Read source whose [to, to + len) runs past 2^64: RDMAP's
+		 * TO wrap (tagged placement never gets here: DDP checks it) */
+		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_TO_WRAP);
+		rc = -EPROTO;
 	} else if (!mr_in_bounds(m, to, len)) {
 		if (rd)
 			xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_BASE_BOUNDS);
@@ -237,10 +242,12 @@ int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
 	return rc;
 }
 
-/* Send with Invalidate may invalidate any MR of the QP's PD (an MR of
- * another PD, or an unknown STag, "cannot be invalidated").  Invalidating an
- * already invalid MR of the PD succeeds.  The MR stays registered: local and
- * remote use fail until it is deregistered. */
+/* Send with Invalidate may invalidate any MR of the QP's PD.  An unknown
+ * STag "cannot be invalidated" as a Remote Operation Error (RDMAP/2/0x09),
+ * an MR of another PD as a Remote Protection Error (RDMAP/1/0x09): RFC 5040
+ * 4.8 lists the code under both types, and siw picks them the same way.
+ * Invalidating an already invalid MR of the PD succeeds.  The MR stays
+ * registered: local and remote use fail until it is deregistered. */
 int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err)
 {
 	struct xs_mr *m;
@@ -248,8 +255,11 @@ int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err)
 
 	pthread_rwlock_wrlock(&mr_lock);
 	m = mr_lookup(stag);
-	if (!m || m->mr.pd != pd) {
+	if (!m) {
 		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP, RDMAP_ECODE_STAG_CANNOT_INV);
+		rc = -EINVAL;
+	} else if (m->mr.pd != pd) {
+		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_STAG_CANNOT_INV);
 		rc = -EINVAL;
 	} else {
 		m->valid = false;

@@ -32,6 +32,9 @@ static inline struct xs_context *to_xs_context(struct ibv_context *c)
 
 /* Queue an async event and make async_fd readable (any thread). */
 void xs_async_event(struct ibv_context *ctx, const struct ibv_async_event *ev);
+/* Drop the queued events that name a QP or CQ being destroyed (they would
+ * hand the application a freed object). */
+void xs_async_forget(struct ibv_context *ctx, const void *obj);
 
 /* rdma-core's private ibv_query_gid_type (IBVERBS_PRIVATE_34): the sysfs
  * type, 0 = "IB/RoCE v1". */

@@ -65,6 +65,7 @@ struct xs_qp {
 	uint16_t ird_pref, ord_pref; /* max_dest_rd_atomic / max_rd_atomic */
 	struct xs_conn *conn; /* set by bind (atomic) */
 	bool conn_dead; /* failed upcall seen: the engine places nothing more */
+	bool fatal_sent; /* IBV_EVENT_QP_FATAL went out (atomic) */
 
 	pthread_mutex_t rx_lock;
 	struct ddp_queue rq; /* QN 0 */
@@ -173,15 +174,25 @@ static void flush_recvs(struct xs_qp *q, bool complete)
 	}
 }
 
-/* Does a Terminate from the peer name this Read (its Read Request header
- * is in the Terminate), or is it a Read source error (RDMAP/1)? */
+/* Does a Terminate from the peer name this Read?  Its Read Request header
+ * (R) must carry our sink, or, without R, its DDP header (D) must be an
+ * untagged one on the Read Request queue; a Terminate with neither header
+ * is taken to be about the oldest Read.  A Terminate naming another message
+ * (e.g. a Write to an MR without remote write, RDMAP/1/0x02) only flushes
+ * the Read.  Then RDMAP Remote Protection -> REM_ACCESS_ERR, RDMAP Remote
+ * Operation -> REM_OP_ERR, DDP untagged (e.g. beyond IRD) -> REM_INV_REQ_ERR. */
 static enum ibv_wc_status term_status(const struct rdmap_term *t, const struct xs_read *rd)
 {
 	struct rdmap_read_req rr;
+	struct ddp_hdr h;
 	struct xs_err e;
 
-	if (t->r && rdmap_read_req_decode(t->rdmap_hdr, t->rdmap_hdr_len, &rr, &e) == 0 &&
-	    rr.sink_stag != rd->sink_stag)
+	if (t->r && (rdmap_read_req_decode(t->rdmap_hdr, t->rdmap_hdr_len, &rr, &e) != 0 ||
+		     rr.sink_stag != rd->sink_stag))
+		return IBV_WC_WR_FLUSH_ERR;
+	if (!t->r && t->d &&
+	    (ddp_hdr_decode(t->ddp_hdr, t->ddp_hdr_len, &h, &e) != 0 || h.tagged ||
+	     h.qn != RDMAP_QN_READ_REQ))
 		return IBV_WC_WR_FLUSH_ERR;
 	if (t->cause.layer == XS_LAYER_RDMAP && t->cause.etype == RDMAP_ETYPE_REMOTE_PROT)
 		return IBV_WC_REM_ACCESS_ERR;
@@ -256,13 +267,29 @@ static void term_untagged(struct rdmap_term *t, const struct xs_err *cause, enum
 	t->ddp_hdr_len = (uint8_t)ddp_hdr_encode(&h, t->ddp_hdr);
 }
 
+/* The QP's asynchronous error, once per QP. */
+static void qp_fatal(struct xs_qp *q)
+{
+	struct ibv_async_event ev = { .element.qp = &q->qp, .event_type = IBV_EVENT_QP_FATAL };
+
+	if (!__atomic_exchange_n(&q->fatal_sent, true, __ATOMIC_ACQ_REL))
+		xs_async_event(q->qp.context, &ev);
+}
+
+/* An error we found in a message the engine delivered (engine thread):
+ * the Terminate, then FIN (a Terminate ends the stream: the peer must not
+ * have to wait for us to go away), the QP to ERR and its asynchronous
+ * error, as when the engine itself finds a protocol error. */
 static void qp_terminate(struct xs_qp *q, const struct rdmap_term *t)
 {
 	struct xs_conn *c = qp_conn(q);
 
 	if (c && xs_conn_terminate(c, t) < 0)
 		xs_log("QP %u: Terminate not sent\n", q->qp.qp_num);
+	if (c)
+		xs_conn_disconnect(c);
 	qp_enter_error(q, true, NULL);
+	qp_fatal(q);
 }
 
 /* ---- upcalls (engine thread) ---------------------------------------------- */
@@ -439,11 +466,8 @@ static void qp_failed(void *ctx, bool local, const struct xs_err *err)
 
 	__atomic_store_n(&q->conn_dead, true, __ATOMIC_RELEASE);
 	qp_enter_error(q, true, !local && q->term_valid ? &q->term : NULL);
-	if (!closed) {
-		struct ibv_async_event ev = { .element.qp = &q->qp, .event_type = IBV_EVENT_QP_FATAL };
-
-		xs_async_event(q->qp.context, &ev);
-	}
+	if (!closed)
+		qp_fatal(q);
 }
 
 static const struct xs_conn_ops xs_qp_conn_ops = {
@@ -587,6 +611,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	}
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	xs_async_forget(ibqp->context, ibqp); /* no upcall can queue one any more */
 	pthread_mutex_destroy(&q->qp.mutex);
 	pthread_cond_destroy(&q->qp.cond);
 	pthread_mutex_destroy(&q->lock);
@@ -1005,6 +1030,11 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr)
 		if (total > UINT32_MAX)
 			return send_local_error(q, wr, wop, IBV_WC_LOC_LEN_ERR);
 	}
+	/* a Write whose remote range runs past 2^64 cannot be segmented (DDP
+	 * TOs would wrap): refused like other malformed WRs */
+	if (wr->opcode == IBV_WR_RDMA_WRITE && total &&
+	    wr->wr.rdma.remote_addr > UINT64_MAX - (total - 1))
+		return EINVAL;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
 		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);

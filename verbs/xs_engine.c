@@ -93,6 +93,7 @@ struct xs_conn {
 	bool rx_large; /* large FPDUs are streaming in: read headers only */
 	int rx_defer; /* XS_RX_DEFER_*: an app thread's receive found the end */
 	struct xs_err rx_defer_err;
+	struct rdmap_term rx_defer_term; /* QPTERM: the QP's Terminate to send */
 
 	/* transmit: exclusive ownership by one thread at a time */
 	pthread_mutex_t tx_mu;
@@ -130,7 +131,7 @@ struct xs_conn {
 };
 
 enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8 };
-enum { XS_RX_DEFER_PROTO = 1, XS_RX_DEFER_TERM = 2 };
+enum { XS_RX_DEFER_PROTO = 1, XS_RX_DEFER_TERM = 2, XS_RX_DEFER_QPTERM = 3 };
 
 struct xs_listener {
 	int fd;
@@ -160,6 +161,8 @@ static struct {
 } eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread bool on_engine_thread;
+/* the connection an application thread is receiving on (xs_conn_poll) */
+static __thread struct xs_conn *tls_rx_conn;
 
 static void *engine_main(void *arg);
 
@@ -441,19 +444,36 @@ int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
 }
 
 static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
+static void conn_terminate_fail(struct xs_conn *c, const struct rdmap_term *t);
 
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 {
-	int rc = tx_acquire(c);
+	int rc;
 
-	if (rc == 0) {
-		rc = iw_tx_terminate(&c->tx, t);
-		tx_release(c);
+	/* From a QP upcall (engine thread, rx_mu held) never wait for the tx
+	 * side: an application thread may own it while it waits for socket
+	 * room that only this thread's receiving can make (both ends in one
+	 * process).  Send it if the tx side is free, then fail the stream, as
+	 * for a protocol error the engine finds itself. */
+	if (on_engine_thread) {
+		conn_terminate_fail(c, t);
+		return 0;
 	}
-	/* RFC 5040 5.3: after a Terminate the stream is over: nothing more is
-	 * placed (not even the rest of what was already read) and TCP closes */
-	if (on_engine_thread)
-		conn_fail(c, true, &t->cause, -EPROTO);
+	if (tls_rx_conn == c) {
+		/* an upcall of an application thread's receive: the engine
+		 * ends the stream; nothing more of this input is placed */
+		if (!c->rx_defer) {
+			c->rx_defer_term = *t;
+			c->rx_defer = XS_RX_DEFER_QPTERM;
+			conn_command(c, CMD_RXDEFER);
+		}
+		return 0;
+	}
+	rc = tx_acquire(c);
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_terminate(&c->tx, t);
+	tx_release(c);
 	return rc;
 }
 
@@ -609,8 +629,8 @@ static int conn_resolve(void *ctx, uint32_t stag, uint64_t to, uint32_t len, uin
 {
 	struct xs_conn *c = ctx;
 
-	if (c->dead) {
-		/* a Terminate went out in the middle of this input */
+	if (c->dead || c->rx_defer) {
+		/* the stream ended in the middle of this input */
 		xs_err_set(err, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_TCP_CLOSED);
 		return -EPIPE;
 	}
@@ -660,7 +680,7 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 {
 	struct xs_conn *c = ctx;
 
-	if (c->dead)
+	if (c->dead || c->rx_defer)
 		return; /* the stream ended earlier in this input */
 	if (qn == RDMAP_QN_TERMINATE) {
 		struct rdmap_term t;
@@ -732,16 +752,9 @@ static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, i
 	conn_report_closed(c, status);
 }
 
-/* A protocol error we found: Terminate (if the tx side is free), then fail. */
-static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
+/* Engine thread: the Terminate t (if the tx side is free), then fail. */
+static void conn_terminate_fail(struct xs_conn *c, const struct rdmap_term *t)
 {
-	struct rdmap_term t = { .cause = *err };
-
-	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
-		t.d = true;
-		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
-		t.ddp_hdr_len = c->rx.hdr_len;
-	}
 	pthread_mutex_lock(&c->tx_mu);
 	bool free_tx = !c->tx_busy && !c->dead;
 	if (free_tx)
@@ -749,7 +762,7 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 	pthread_mutex_unlock(&c->tx_mu);
 	if (free_tx) {
 		uint8_t body[RDMAP_TERM_MAX_LEN];
-		ssize_t n = rdmap_term_encode(&t, body, sizeof(body));
+		ssize_t n = rdmap_term_encode(t, body, sizeof(body));
 		if (n > 0) {
 			/* a Terminate is small: one nonblocking attempt */
 			struct ddp_hdr h = { .dv = DDP_VERSION, .last = true, .qn = RDMAP_QN_TERMINATE,
@@ -768,7 +781,20 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 		c->tx_busy = false;
 		pthread_mutex_unlock(&c->tx_mu);
 	}
-	conn_fail(c, true, err, -EPROTO);
+	conn_fail(c, true, &t->cause, -EPROTO);
+}
+
+/* A protocol error we found: Terminate (if the tx side is free), then fail. */
+static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
+{
+	struct rdmap_term t = { .cause = *err };
+
+	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
+		t.d = true;
+		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
+		t.ddp_hdr_len = c->rx.hdr_len;
+	}
+	conn_terminate_fail(c, &t);
 }
 
 /* Receive what the socket holds (rx_mu held) until it would block or the
@@ -811,7 +837,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 		if (rc < 0) {
 			if (engine) {
 				conn_protocol_error(c, &err);
-			} else {
+			} else if (!c->rx_defer) {
 				c->rx_defer_err = err;
 				c->rx_defer = XS_RX_DEFER_PROTO;
 				conn_command(c, CMD_RXDEFER);
@@ -869,6 +895,8 @@ static void conn_rx_deferred(struct xs_conn *c)
 		conn_protocol_error(c, &c->rx_defer_err);
 	else if (c->rx_defer == XS_RX_DEFER_TERM && !c->dead)
 		conn_fail(c, false, &c->term_cause, -ECONNRESET);
+	else if (c->rx_defer == XS_RX_DEFER_QPTERM && !c->dead)
+		conn_terminate_fail(c, &c->rx_defer_term);
 	pthread_mutex_unlock(&c->rx_mu);
 }
 
@@ -1326,8 +1354,11 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
 
 	if (on_engine_thread || pthread_mutex_trylock(&c->rx_mu))
 		return -EBUSY; /* the engine is receiving: it completes what comes */
-	if (!c->owner_gone && c->ops)
+	if (!c->owner_gone && c->ops) {
+		tls_rx_conn = c;
 		got = (ssize_t)conn_receive_locked(c, budget, false);
+		tls_rx_conn = NULL;
+	}
 	pthread_mutex_unlock(&c->rx_mu);
 	return got;
 }

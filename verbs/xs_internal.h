@@ -63,7 +63,8 @@ struct ibv_context *xs_default_context(void);
  * *dst for [to, to + len) or fails with the Terminate triple: invalid STag
  * (unknown, invalidated, wrong key) DDP/1/0x00 for tagged placement or
  * RDMAP/1/0x00 for a Read source; out of bounds DDP/1/0x01 or RDMAP/1/0x01;
- * wrong PD DDP/1/0x02 or RDMAP/1/0x03; missing right RDMAP/1/0x02. */
+ * wrong PD DDP/1/0x02 or RDMAP/1/0x03; missing right RDMAP/1/0x02; a Read
+ * source whose TO + len wraps RDMAP/1/0x04. */
 enum xs_access_kind {
 	XS_ACCESS_REMOTE_WRITE, /* tagged RDMA Write placement */
 	XS_ACCESS_REMOTE_READ, /* source of a Read Response we send */
@@ -73,7 +74,8 @@ int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
 		  enum xs_access_kind kind, uint8_t **dst, struct xs_err *err);
 
 /* Invalidate a remote STag named by Send with Invalidate (RFC 5040 6.?):
- * 0, or -EINVAL with RDMAP/2/0x09 ("STag cannot be invalidated"). */
+ * 0, or -EINVAL with "STag cannot be invalidated": RDMAP/2/0x09 for an
+ * unknown STag, RDMAP/1/0x09 for an MR of another PD. */
 int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err);
 
 /* ---- connections (xs_engine.c) -------------------------------------------- */
@@ -119,6 +121,8 @@ int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
 		   const struct iovec *iov, int cnt);
 int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr);
+/* Send a Terminate; on the engine thread (a QP upcall) the stream then
+ * fails at once: failed(local = true, t->cause) and the closed callback. */
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t);
 
 /* Responder side of RDMA Read (called from deliver on QN 1, engine thread):
