@@ -1,7 +1,10 @@
 #!/bin/sh
-# The main job: install dependencies, build, and run the protocol-core demo:
-# an MPA/DDP/RDMAP session over a real loopback TCP connection (Send, RDMA
-# Write, RDMA Read), with CRC and Markers, every byte verified on arrival.
+# The main job: install dependencies, build, and show xsock doing real work:
+#  1. the protocol core: an MPA/DDP/RDMAP session over a real loopback TCP
+#     connection (Send, RDMA Write, RDMA Read, Terminate), every byte verified;
+#  2. Debian's unmodified rping (rdmacm-utils) on both ends under xsock-run,
+#     MPA CRC on, data verified (-V);
+#  3. the benchmark: raw TCP against xsock in the same run, with ratios.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
@@ -10,5 +13,16 @@ echo "== xsock wire demo: CRC on, Markers both ways =="
 "$top/build/tools/xsock-wiredemo" --crc --markers "$@"
 echo "== xsock wire demo: CRC on, no Markers (what Linux siw speaks) =="
 "$top/build/tools/xsock-wiredemo" --crc "$@"
+
+echo "== Debian's unmodified rping over xsock (xsock-run --crc) =="
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+timeout 60 "$top/build/tools/xsock-run" --crc rping -s -a 127.0.0.1 -p "$port" -C 10 &
+spid=$!
+sleep 1
+timeout 60 "$top/build/tools/xsock-run" --crc rping -c -a 127.0.0.1 -p "$port" -v -V -C 10 -S 100
+wait "$spid"
+
 echo "== framing benchmark =="
 "$top/build/tools/xsock-bench-framing"
+echo "== raw TCP vs xsock (scripts/bench.sh) =="
+XS_BENCH_REPS=${XS_BENCH_REPS:-3} "$top/scripts/bench.sh" "$top/build"
