@@ -254,7 +254,7 @@ static void xs_fill_device_attr(struct ibv_device_attr *a)
 	a->max_sge_rd = 1; /* RDMA Read sinks: one SGE */
 	a->max_cq = XS_MAX_QP * 2;
 	a->max_cqe = XS_MAX_CQE;
-	a->max_mr = 1 << 24; /* the STag index has 24 bits */
+	a->max_mr = 1 << 24; /* XS_MR_MAX in verbs_mr.c */
 	a->max_pd = XS_MAX_QP;
 	/* rdma-core: rd_atom = Read Requests a QP can have incoming
 	 * (responder resources, our IRD), init_rd_atom = it can issue (ORD) */

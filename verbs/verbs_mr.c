@@ -1,8 +1,11 @@
-/* Protection domains and memory regions.  Every MR gets an STag =
- * (index << 8) | key: index is its slot in a process-wide table (slot 0 is
- * never used, so STag 0..255 never resolve), key 8 bits from OpenSSL's
- * CSPRNG, never equal to the key the slot had before so a stale STag stops
- * resolving as soon as the MR is deregistered.  lkey = rkey = STag.
+/* Protection domains and memory regions.  Every MR gets an STag of 32
+ * random bits from OpenSSL's CSPRNG (never below 256, never one that is
+ * live), found through a process-wide hash table.  An "index + 8-bit key"
+ * layout would let a peer that knows one STag reach its neighbours in 256
+ * guesses; with the whole STag random a peer that knows nothing hits one of
+ * N live MRs with probability N / 2^32 per guess, and every wrong guess
+ * costs it the connection (Terminate).  A deregistered STag stops resolving
+ * at once.  lkey = rkey = STag.
  *
  * Remote access resolves under the table's read lock only: the engine copies
  * into the application's buffer after the lock is dropped.  Deregistering an
@@ -21,14 +24,12 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-#define XS_MR_INDEX_MAX (1u << 24)
-#define XS_MR_CHUNK 1024
-
 static pthread_rwlock_t mr_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct xs_mr **mr_slot; /* [mr_cap] */
-static uint8_t *mr_lastkey; /* [mr_cap]: key the slot had last */
-static uint32_t *mr_free; /* stack of free indices */
-static uint32_t mr_cap, mr_nfree;
+/* open addressing, linear probing; NULL empty, MR_TOMB a removed entry */
+static struct xs_mr **mr_tab;
+static uint32_t mr_tab_cap, mr_tab_used, mr_live; /* used: live + tombstones */
+#define MR_TOMB ((struct xs_mr *)1)
+#define XS_MR_MAX (1u << 24)
 
 /* ---- PD ------------------------------------------------------------------- */
 
@@ -52,49 +53,78 @@ XS_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 
 /* ---- the STag table ------------------------------------------------------- */
 
-static int mr_grow(void)
+static uint32_t mr_hash(uint32_t stag)
 {
-	uint32_t ncap = mr_cap + XS_MR_CHUNK;
-	struct xs_mr **s;
-	uint8_t *k;
-	uint32_t *f;
-
-	if (ncap > XS_MR_INDEX_MAX)
-		return -ENOMEM;
-	s = realloc(mr_slot, ncap * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	mr_slot = s;
-	k = realloc(mr_lastkey, ncap);
-	if (!k)
-		return -ENOMEM;
-	mr_lastkey = k;
-	f = realloc(mr_free, ncap * sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	mr_free = f;
-	memset(&mr_slot[mr_cap], 0, XS_MR_CHUNK * sizeof(*s));
-	memset(&mr_lastkey[mr_cap], 0, XS_MR_CHUNK);
-	/* push high indices first so low ones are handed out first */
-	for (uint32_t i = ncap; i-- > mr_cap;)
-		if (i != 0)
-			mr_free[mr_nfree++] = i;
-	mr_cap = ncap;
-	return 0;
+	return stag * 2654435761u; /* the STag is random already: spread only */
 }
 
 /* Caller holds the read or write lock. */
 static struct xs_mr *mr_lookup(uint32_t stag)
 {
-	uint32_t idx = stag >> 8;
-	struct xs_mr *m;
+	if (!mr_tab_cap || stag < 256)
+		return NULL;
+	for (uint32_t i = mr_hash(stag) & (mr_tab_cap - 1);; i = (i + 1) & (mr_tab_cap - 1)) {
+		struct xs_mr *m = mr_tab[i];
 
-	if (idx == 0 || idx >= mr_cap)
-		return NULL;
-	m = mr_slot[idx];
-	if (!m || m->mr.rkey != stag)
-		return NULL;
-	return m;
+		if (!m)
+			return NULL;
+		if (m != MR_TOMB && m->mr.rkey == stag)
+			return m;
+	}
+}
+
+static void mr_place(struct xs_mr **tab, uint32_t cap, struct xs_mr *m)
+{
+	uint32_t i = mr_hash(m->mr.rkey) & (cap - 1);
+
+	while (tab[i] && tab[i] != MR_TOMB)
+		i = (i + 1) & (cap - 1);
+	tab[i] = m;
+}
+
+/* Write lock held.  Keep at most half the slots used (tombstones count). */
+static int mr_insert(struct xs_mr *m)
+{
+	if ((mr_tab_used + 1) * 2 > mr_tab_cap) {
+		uint32_t ncap = 64;
+
+		while (ncap < (mr_live + 1) * 4)
+			ncap *= 2;
+		struct xs_mr **t = calloc(ncap, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < mr_tab_cap; i++)
+			if (mr_tab[i] && mr_tab[i] != MR_TOMB)
+				mr_place(t, ncap, mr_tab[i]);
+		free(mr_tab);
+		mr_tab = t;
+		mr_tab_cap = ncap;
+		mr_tab_used = mr_live;
+	}
+	uint32_t i = mr_hash(m->mr.rkey) & (mr_tab_cap - 1);
+	while (mr_tab[i] && mr_tab[i] != MR_TOMB)
+		i = (i + 1) & (mr_tab_cap - 1);
+	if (!mr_tab[i])
+		mr_tab_used++;
+	mr_tab[i] = m;
+	mr_live++;
+	return 0;
+}
+
+/* Write lock held. */
+static bool mr_remove(struct xs_mr *m)
+{
+	if (!mr_tab_cap)
+		return false;
+	for (uint32_t i = mr_hash(m->mr.rkey) & (mr_tab_cap - 1);; i = (i + 1) & (mr_tab_cap - 1)) {
+		if (!mr_tab[i])
+			return false;
+		if (mr_tab[i] == m) {
+			mr_tab[i] = MR_TOMB;
+			mr_live--;
+			return true;
+		}
+	}
 }
 
 #define XS_ACCESS_ALL                                                                        \
@@ -106,8 +136,7 @@ XS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 					  uint64_t iova, unsigned int access)
 {
 	struct xs_mr *m;
-	uint8_t key;
-	uint32_t idx;
+	uint32_t stag;
 
 	if (!pd || !length || length > XS_MAX_MR_SIZE || (access & ~(unsigned)XS_ACCESS_ALL) ||
 	    (access & IBV_ACCESS_REMOTE_ATOMIC) || (access & IBV_ACCESS_ZERO_BASED)) {
@@ -129,32 +158,36 @@ XS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (RAND_bytes(&key, 1) != 1) {
-		free(m);
-		errno = EAGAIN;
-		return NULL;
-	}
 	pthread_rwlock_wrlock(&mr_lock);
-	if (!mr_nfree && mr_grow() < 0) {
+	if (mr_live >= XS_MR_MAX) {
 		pthread_rwlock_unlock(&mr_lock);
 		free(m);
 		errno = ENOMEM;
 		return NULL;
 	}
-	idx = mr_free[--mr_nfree];
-	if (key == mr_lastkey[idx])
-		key++; /* a reused slot never brings back an old STag */
-	mr_lastkey[idx] = key;
+	do {
+		if (RAND_bytes((unsigned char *)&stag, sizeof(stag)) != 1) {
+			pthread_rwlock_unlock(&mr_lock);
+			free(m);
+			errno = EAGAIN;
+			return NULL;
+		}
+	} while (stag < 256 || mr_lookup(stag));
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
 	m->mr.addr = addr;
 	m->mr.length = length;
-	m->mr.handle = idx;
-	m->mr.lkey = m->mr.rkey = idx << 8 | key;
+	m->mr.handle = stag;
+	m->mr.lkey = m->mr.rkey = stag;
 	m->iova = iova;
 	m->access = access;
 	m->valid = true;
-	mr_slot[idx] = m;
+	if (mr_insert(m) < 0) {
+		pthread_rwlock_unlock(&mr_lock);
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
 	pthread_rwlock_unlock(&mr_lock);
 	return &m->mr;
 }
@@ -173,18 +206,14 @@ XS_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
 XS_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct xs_mr *m = (struct xs_mr *)mr;
-	uint32_t idx;
 
 	if (!mr)
 		return EINVAL;
-	idx = mr->lkey >> 8;
 	pthread_rwlock_wrlock(&mr_lock);
-	if (idx == 0 || idx >= mr_cap || mr_slot[idx] != m) {
+	if (mr_lookup(mr->lkey) != m || !mr_remove(m)) {
 		pthread_rwlock_unlock(&mr_lock);
 		return EINVAL;
 	}
-	mr_slot[idx] = NULL;
-	mr_free[mr_nfree++] = idx;
 	pthread_rwlock_unlock(&mr_lock);
 	free(m);
 	return 0;
