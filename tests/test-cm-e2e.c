@@ -66,23 +66,8 @@ static void free_side(struct side *s)
 /* A client id on its own channel, address and route resolved, QP made. */
 static void client_setup(struct side *c, uint16_t port)
 {
-	struct sockaddr_in dst = cm_sin("127.0.0.1", port);
-	struct rdma_cm_event *ev;
-	struct rdma_cm_id *id;
-
 	memset(c, 0, sizeof(*c));
-	c->ch = rdma_create_event_channel();
-	REQUIRE(c->ch);
-	REQUIRE(rdma_create_id(c->ch, &id, c, RDMA_PS_TCP) == 0);
-	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0);
-	ev = cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, "client addr");
-	REQUIRE(ev);
-	rdma_ack_cm_event(ev);
-	REQUIRE(rdma_resolve_route(id, 2000) == 0);
-	ev = cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, "client route");
-	REQUIRE(ev);
-	rdma_ack_cm_event(ev);
-	make_qp(c, id);
+	make_qp(c, cm_resolved_id(&c->ch, c, port));
 }
 
 static void client_free(struct side *c)
@@ -385,18 +370,10 @@ static void test_mpa_timeout(void)
 
 int main(void)
 {
-	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
-
 	/* before the library reads its configuration */
 	setenv("XSOCK_MPA_TIMEOUT_MS", "400", 1);
 
-	lch = rdma_create_event_channel();
-	REQUIRE(lch);
-	REQUIRE(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP) == 0);
-	REQUIRE(rdma_bind_addr(lid, (struct sockaddr *)&a) == 0);
-	REQUIRE(rdma_listen(lid, 16) == 0);
-	lport = ntohs(rdma_get_src_port(lid));
-	REQUIRE(lport != 0);
+	lport = cm_listen(&lch, &lid);
 
 	test_accept_and_send();
 	test_reject();

@@ -57,4 +57,43 @@ static inline struct sockaddr_in cm_sin(const char *ip, uint16_t port)
 	return s;
 }
 
+/* A listener on 127.0.0.1 with a kernel-chosen port on its own channel. */
+static inline uint16_t cm_listen(struct rdma_event_channel **ch, struct rdma_cm_id **id)
+{
+	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
+	uint16_t port;
+
+	*ch = rdma_create_event_channel();
+	REQUIRE(*ch);
+	REQUIRE(rdma_create_id(*ch, id, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(*id, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_listen(*id, 16) == 0);
+	port = ntohs(rdma_get_src_port(*id));
+	REQUIRE(port != 0);
+	return port;
+}
+
+/* A new id on a new channel with its address and route to 127.0.0.1:port
+ * resolved (ready for a QP and rdma_connect). */
+static inline struct rdma_cm_id *cm_resolved_id(struct rdma_event_channel **ch, void *ctx,
+						uint16_t port)
+{
+	struct sockaddr_in dst = cm_sin("127.0.0.1", port);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	*ch = rdma_create_event_channel();
+	REQUIRE(*ch);
+	REQUIRE(rdma_create_id(*ch, &id, ctx, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0);
+	ev = cm_expect(*ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, "addr resolved");
+	REQUIRE(ev);
+	rdma_ack_cm_event(ev);
+	REQUIRE(rdma_resolve_route(id, 2000) == 0);
+	ev = cm_expect(*ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, "route resolved");
+	REQUIRE(ev);
+	rdma_ack_cm_event(ev);
+	return id;
+}
+
 #endif

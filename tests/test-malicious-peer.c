@@ -716,17 +716,10 @@ static void test_fin_mid_frame(void)
 
 int main(void)
 {
-	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
-
 	/* before the library reads its configuration */
 	setenv("XSOCK_MPA_TIMEOUT_MS", "400", 1);
 	setenv("XSOCK_MPA_MARKERS", "1", 1);
-	lch = rdma_create_event_channel();
-	REQUIRE(lch);
-	REQUIRE(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP) == 0);
-	REQUIRE(rdma_bind_addr(lid, (struct sockaddr *)&a) == 0);
-	REQUIRE(rdma_listen(lid, 16) == 0);
-	lport = ntohs(rdma_get_src_port(lid));
+	lport = cm_listen(&lch, &lid);
 
 	test_handshake_attacks();
 	for (int i = 0; i < A_COUNT; i++)

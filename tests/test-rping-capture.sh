@@ -13,9 +13,8 @@ command -v tshark >/dev/null 2>&1 || { echo "SKIP: no tshark"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "SKIP: capturing needs root"; exit 77; }
 
 tmp=$(mktemp -d)
-tdpid=
 cleanup() {
-    [ -n "$tdpid" ] && kill "$tdpid" 2>/dev/null
+    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
     [ -n "${XS_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -25,13 +24,7 @@ run_case() {
     name=$1; shift
     port=$(xs_free_port)
     pcap=$tmp/$name.pcap
-    tcpdump -i lo -U --immediate-mode -B 65536 -s 0 -w "$pcap" "tcp port $port" 2>"$tmp/$name.tcpdump" &
-    tdpid=$!
-    i=0
-    while ! grep -q "listening on" "$tmp/$name.tcpdump" 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 100 ] && { echo "FAIL: tcpdump did not start"; cat "$tmp/$name.tcpdump"; exit 99; }
-        sleep 0.1
-    done
+    xs_capture_start "$pcap" "$tmp/$name.tcpdump" "$port" || exit 99
     timeout 60 "$XS_RUN" "$@" rping -s -a 127.0.0.1 -p "$port" -C 20 -S 65535 >"$tmp/$name.srv" 2>&1 &
     spid=$!
     if ! xs_wait_listen "$port"; then
@@ -42,11 +35,7 @@ run_case() {
         wait $spid; src=$?
         [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "FAIL $name: rping client rc $crc server rc $src"; tail -3 "$tmp/$name.cli" "$tmp/$name.srv"; fail=1; }
     fi
-    sleep 0.5
-    kill -INT "$tdpid"; wait "$tdpid" 2>/dev/null; tdpid=
-    if grep -q "dropped by kernel" "$tmp/$name.tcpdump" && ! grep -q "^0 packets dropped by kernel" "$tmp/$name.tcpdump"; then
-        echo "FAIL $name: capture dropped packets"; cat "$tmp/$name.tcpdump"; fail=1
-    fi
+    xs_capture_stop "$tmp/$name.tcpdump" || fail=1
 
     ts="tshark -n -r $pcap --disable-protocol rpcordma"
     # FPDUs, not packets: one segment may carry several

@@ -5,6 +5,7 @@
 # must decode every FPDU with no malformed frame and, with CRC on, every CRC
 # good.  Skips (77) only where tcpdump/tshark cannot run (not root, missing).
 set -u
+. "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 top=${XS_TOP_BUILDDIR:-$(pwd)}
 demo=$top/tools/xsock-wiredemo
 command -v tcpdump >/dev/null 2>&1 || { echo "SKIP: no tcpdump"; exit 77; }
@@ -13,9 +14,8 @@ command -v tshark >/dev/null 2>&1 || { echo "SKIP: no tshark"; exit 77; }
 [ -x "$demo" ] || { echo "FAIL: $demo missing"; exit 99; }
 
 tmp=$(mktemp -d)
-tdpid=
 cleanup() {
-    [ -n "$tdpid" ] && kill "$tdpid" 2>/dev/null
+    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
     [ -n "${XS_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -26,22 +26,11 @@ run_case() {
     # an unused port: let the kernel pick one, then reuse it for the demo
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     pcap=$tmp/$name.pcap
-    tcpdump -i lo -U --immediate-mode -B 65536 -s 0 -w "$pcap" "tcp port $port" 2>"$tmp/$name.tcpdump" &
-    tdpid=$!
-    # bounded wait until tcpdump listens
-    i=0
-    while ! grep -q "listening on" "$tmp/$name.tcpdump" 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 100 ] && { echo "FAIL: tcpdump did not start"; cat "$tmp/$name.tcpdump"; exit 99; }
-        sleep 0.1
-    done
+    xs_capture_start "$pcap" "$tmp/$name.tcpdump" "$port" || exit 99
     if ! "$demo" --paced --mss 32764 --port "$port" --size 200000 --sends 6 "$@" >"$tmp/$name.out" 2>&1; then
         echo "FAIL $name: demo failed"; cat "$tmp/$name.out"; fail=1
     fi
-    sleep 0.5
-    kill -INT "$tdpid"; wait "$tdpid" 2>/dev/null; tdpid=
-    if grep -q "dropped by kernel" "$tmp/$name.tcpdump" && ! grep -q "^0 packets dropped by kernel" "$tmp/$name.tcpdump"; then
-        echo "FAIL $name: capture dropped packets"; cat "$tmp/$name.tcpdump"; fail=1
-    fi
+    xs_capture_stop "$tmp/$name.tcpdump" || fail=1
 
     ts="tshark -n -r $pcap --disable-protocol rpcordma"
     onmarker=$(sed -n 's/.* \([0-9]*\) end on a marker.*/\1/p' "$tmp/$name.out" | awk '{s+=$1} END {print s+0}')

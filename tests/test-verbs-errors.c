@@ -180,24 +180,13 @@ static bool server_accept(struct ep *s, unsigned depth, unsigned nrecv)
 /* A connected pair: the client (requester) and the server (target). */
 static bool pair_up(struct ep *c, struct ep *s, unsigned depth, unsigned c_recv, unsigned s_recv)
 {
-	struct sockaddr_in dst = cm_sin("127.0.0.1", lport);
 	struct rdma_conn_param cp = conn_param();
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
 
 	memset(c, 0, sizeof(*c));
-	c->ch = rdma_create_event_channel();
-	REQUIRE(c->ch);
-	REQUIRE(rdma_create_id(c->ch, &id, NULL, RDMA_PS_TCP) == 0);
+	id = cm_resolved_id(&c->ch, NULL, lport);
 	c->id = id;
-	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0);
-	ev = cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, "addr");
-	REQUIRE(ev);
-	rdma_ack_cm_event(ev);
-	REQUIRE(rdma_resolve_route(id, 2000) == 0);
-	ev = cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, "route");
-	REQUIRE(ev);
-	rdma_ack_cm_event(ev);
 	make_qp(c, id, depth, FILL_C);
 	CHECK(post_recvs(c, c_recv, 200) == 0);
 	REQUIRE(rdma_connect(id, &cp) == 0);
@@ -1249,16 +1238,8 @@ out:
 
 int main(void)
 {
-	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
-
 	signal(SIGPIPE, SIG_IGN);
-	lch = rdma_create_event_channel();
-	REQUIRE(lch);
-	REQUIRE(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP) == 0);
-	REQUIRE(rdma_bind_addr(lid, (struct sockaddr *)&a) == 0);
-	REQUIRE(rdma_listen(lid, 16) == 0);
-	lport = ntohs(rdma_get_src_port(lid));
-	REQUIRE(lport != 0);
+	lport = cm_listen(&lch, &lid);
 	vctx = lid->verbs;
 	REQUIRE(vctx);
 	REQUIRE(fcntl(vctx->async_fd, F_SETFL, fcntl(vctx->async_fd, F_GETFL) | O_NONBLOCK) == 0);

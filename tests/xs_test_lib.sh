@@ -37,3 +37,26 @@ if command -v ldd >/dev/null 2>&1 && ldd "$xs_lib" 2>/dev/null | grep -q libasan
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
     export ASAN_OPTIONS
 fi
+
+# Captures on lo for the tshark tests: xs_capture_start PCAP LOG PORT starts
+# tcpdump (bounded wait until it listens; sets xs_tdpid), xs_capture_stop LOG
+# ends it and fails (returns 1) if the kernel dropped packets.
+xs_tdpid=
+xs_capture_start() {
+    tcpdump -i lo -U --immediate-mode -B 65536 -s 0 -w "$1" "tcp port $3" 2>"$2" &
+    xs_tdpid=$!
+    i=0
+    while ! grep -q "listening on" "$2" 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 100 ] && { echo "FAIL: tcpdump did not start"; cat "$2"; return 1; }
+        sleep 0.1
+    done
+    return 0
+}
+xs_capture_stop() {
+    sleep 0.5
+    kill -INT "$xs_tdpid"; wait "$xs_tdpid" 2>/dev/null; xs_tdpid=
+    if grep -q "dropped by kernel" "$1" && ! grep -q "^0 packets dropped by kernel" "$1"; then
+        echo "FAIL: capture dropped packets"; cat "$1"; return 1
+    fi
+    return 0
+}
