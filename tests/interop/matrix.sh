@@ -131,25 +131,12 @@ results=$out/matrix.md
 nfail=0 npass=0
 t_matrix=$(date +%s)
 
-run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
-    local cn=$1 dir=$2 tool=$3 mode=$4 expect=$5
-    local xo=() crc=0 rev=2 p2p=0 rtr=3 size ok=1 note="" t0 log=$out/$cn.log pcap=/host/$cn.pcap
-    case $mode in
-        r2c0) ;; r2c1) crc=1 ;; r1c0) rev=1 ;; r1c1) rev=1; crc=1 ;;
-        p2pw) p2p=1; rtr=1 ;; p2pr) p2p=1; rtr=2 ;; mk) xo+=(--markers) ;;
-    esac
-    [ $crc = 1 ] && xo+=(--crc)
-    [ $rev = 1 ] && xo+=(--rev 1)
-    if [ $p2p = 1 ] && [ "$dir" = hc ]; then
-        [ $rtr = 1 ] && xo+=(--p2p write) || xo+=(--p2p read)
-    fi
-    t0=$(date +%s)
-    : > "$log"
-    gx "cd /sys/module/siw/parameters && echo $crc > mpa_crc_required && echo $rev > mpa_version &&
-        echo $p2p > peer_to_peer && echo $rtr > p2p_rtr && xs-capture start $pcap" >> "$log" 2>&1 ||
-        { ok=0; note="capture/params failed"; }
-    for size in $(sizes "$tool"); do
-        [ $ok = 1 ] || break
+# run_pair: one server/client run of a cell (dynamic scope: the caller's
+# locals).  Returns 1 for a perftest run whose test connection was refused
+# (its server listens again only after the parameter exchange; under TCG the
+# client can be earlier, and --retry_count does not cover a TCP reset).
+run_pair() {
+
         tool_cmds "$tool" "$size"
         local hrc grc job hport sub
         if [ "$dir" = hc ]; then
@@ -194,8 +181,42 @@ run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
             else
                 note="xsock side rc $hrc after $pings pings: $(grep -v '^##' "$out/$cn.host" | head -n 2 | tr '|\n' '/ ')"
             fi
-            break
+            return 0
         fi
+    
+    case $tool in *_bw|*_lat)
+        if [ "$expect" = pass ] && [ $ok = 0 ] && [ -z "$retry_note" ] && grep -q 'RDMA_CM_EVENT_REJECTED; error: -104' "$out/$cn.host"; then
+            ok=1; note=""; return 1
+        fi ;;
+    esac
+    return 0
+}
+
+run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
+    local cn=$1 dir=$2 tool=$3 mode=$4 expect=$5
+    local retry_note="" xo=() crc=0 rev=2 p2p=0 rtr=3 size ok=1 note="" t0 log=$out/$cn.log pcap=/host/$cn.pcap
+    case $mode in
+        r2c0) ;; r2c1) crc=1 ;; r1c0) rev=1 ;; r1c1) rev=1; crc=1 ;;
+        p2pw) p2p=1; rtr=1 ;; p2pr) p2p=1; rtr=2 ;; mk) xo+=(--markers) ;;
+    esac
+    [ $crc = 1 ] && xo+=(--crc)
+    [ $rev = 1 ] && xo+=(--rev 1)
+    if [ $p2p = 1 ] && [ "$dir" = hc ]; then
+        [ $rtr = 1 ] && xo+=(--p2p write) || xo+=(--p2p read)
+    fi
+    t0=$(date +%s)
+    : > "$log"
+    gx "cd /sys/module/siw/parameters && echo $crc > mpa_crc_required && echo $rev > mpa_version &&
+        echo $p2p > peer_to_peer && echo $rtr > p2p_rtr && xs-capture start $pcap" >> "$log" 2>&1 ||
+        { ok=0; note="capture/params failed"; }
+    local try_list size_try
+    try_list=$(for size in $(sizes "$tool"); do echo "$size:1"; done)
+    for size_try in $try_list; do
+        size=${size_try%:*}
+        [ $ok = 1 ] || break
+        run_pair || { [ -z "$retry_note" ] && [ $ok = 1 ] && retry_note="retried size $size" && run_pair; } || true
+        [ $ok = 1 ] || break
+        [ "$expect" = fail ] && break
     done
     gx "xs-capture stop $pcap" >> "$log" 2>&1
     # independent decode: no malformed frames, CRCs good where negotiated
@@ -204,7 +225,15 @@ run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
         mal=$(tshark -n -r "$f" --disable-protocol rpcordma -Y '_ws.malformed || _ws.expert.severity == "error"' 2>/dev/null | wc -l)
         fpdus=$(tshark -n -r "$f" --disable-protocol rpcordma -Y 'iwarp_mpa' 2>/dev/null | wc -l)
         tshark -n -r "$f" --disable-protocol rpcordma -V > "$out/$cn.decode" 2>/dev/null
+        # CRC: siw's FPDUs (one per guest TCP segment) must all check.  xsock
+        # sizes its FPDUs from its host socket's MSS, which behind QEMU's
+        # user networking is loopback's (65483): slirp re-segments them to
+        # 1460 bytes and tshark, which does not reassemble FPDUs across
+        # segments, loses alignment on some; siw checks those CRCs itself.
+        tshark -n -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.15' > "$out/$cn.decode" 2>/dev/null
         bad=$(grep -c 'Bad CRC32' "$out/$cn.decode"); good=$(grep -c 'Good CRC32' "$out/$cn.decode")
+        local xbad; xbad=$(tshark -n -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.2' 2>/dev/null | grep -c 'Bad CRC32')
+        [ "$xbad" = 0 ] || note="$note${note:+; }tshark lost FPDU alignment on $xbad xsock->siw frames"
         rm -f "$out/$cn.decode"
         [ "$mal" = 0 ] || { ok=0; note="$note; tshark: $mal malformed/error frames"; }
         [ "$bad" = 0 ] || { ok=0; note="$note; tshark: $bad bad CRCs"; }
@@ -224,6 +253,7 @@ run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
     else
         ok=0; note="$note; no capture"
     fi
+    [ -n "$retry_note" ] && note="$note; $retry_note"
     local res=PASS
     [ $ok = 1 ] || res=FAIL
     [ $ok = 1 ] && npass=$((npass + 1)) || nfail=$((nfail + 1))
