@@ -62,6 +62,10 @@ if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 "$here/guest-prepare.sh" "${prep[@]}" || { echo "matrix: guest preparation failed" >&2; exit 1; }
 command -v tshark > /dev/null || { echo "matrix: tshark missing" >&2; exit 1; }
 
+# siw's accept window (docs/interop.md): xsock initiators pause 100 ms
+# between the MPA Reply and their first FPDU
+export XSOCK_MPA_SETTLE_MS=${XSOCK_MPA_SETTLE_MS:-100}
+
 keep=1
 [ -n "$out" ] || { out=$(mktemp -d /tmp/xsock-interop.XXXXXX); keep=0; }
 mkdir -p "$out"; out=$(cd "$out" && pwd)
