@@ -46,6 +46,17 @@ static void xs_config_load(void)
 		else
 			xs_cfg.mpa_timeout_ms = (unsigned)ms;
 	}
+	/* Linux siw (6.1) moves the socket to the QP only after sending its
+	 * Reply: an FPDU arriving in between is not read until more data
+	 * comes (docs/interop.md); a short pause here avoids that window. */
+	v = getenv("XSOCK_MPA_SETTLE_MS");
+	if (v && *v) {
+		long ms = strtol(v, NULL, 10);
+		if (ms >= 0 && ms <= 10000)
+			xs_cfg.settle_ms = (unsigned)ms;
+		else
+			fprintf(stderr, "xsock: XSOCK_MPA_SETTLE_MS=%s ignored (0..10000)\n", v);
+	}
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

@@ -985,6 +985,11 @@ static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *
 
 	c->connect_cb = NULL;
 	if (status == 0) {
+		unsigned settle = xs_config()->settle_ms;
+		if (settle) { /* XSOCK_MPA_SETTLE_MS, see xs_config.c */
+			struct timespec ts = { settle / 1000u, (long)(settle % 1000u) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
 		c->state = CONN_ACCEPTED;
 		stream_setup(c);
 		status = send_rtr(c);

@@ -35,6 +35,7 @@ struct xs_config {
 	uint8_t p2p_rtr; /* XSOCK_MPA_P2P: 0 none, or MPA_RTR_* to offer (write|read|send) */
 	bool debug; /* XSOCK_DEBUG: log to stderr */
 	unsigned mpa_timeout_ms; /* XSOCK_MPA_TIMEOUT_MS: TCP connect + MPA exchange (default 10000) */
+	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: initiator pause between Reply and first FPDU (default 0) */
 };
 
 const struct xs_config *xs_config(void);

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# guest.sh: boot and drive the interop guest (Debian's kernel + our siw.ko in
+# QEMU, TCG) built by guest-prepare.sh.
+#
+#   guest.sh start [--name N] [--siw K=V]... [--fwd HPORT:GPORT]... [--share DIR]
+#                  [--lifetime S] [--boot-timeout S]     boot; prints READY
+#   guest.sh exec  [--name N] [--timeout S] -- CMD...    run CMD in the guest
+#   guest.sh bg    [--name N] -- CMD...                  start CMD, print a job id
+#   guest.sh wait  [--name N] [--timeout S] JOB          wait for a bg job
+#   guest.sh stop  [--name N]                            power off (qemu killed
+#                                                        after 20 s)
+#   guest.sh run   [start options] [--timeout S] -- CMD...  start, exec, stop
+#
+# The guest is 10.0.2.15 with siw0 on eth0; the host's 127.0.0.1 is 10.0.2.2
+# from inside.  --fwd forwards host 127.0.0.1:HPORT to the guest's GPORT.
+# --share DIR is mounted at /host (the jobs' working directory).  --siw sets
+# siw module parameters at load; they can be changed later through
+# /sys/module/siw/parameters.  The guest powers itself off after --lifetime
+# seconds (default 1800) even if nobody stops it.
+# Exit status: exec/wait/run: the command's; 124 timeout; 125 guest failure;
+# 2 usage.  Env: XS_INTEROP_CACHE (default /var/cache/xsock-interop).
+set -euo pipefail
+
+cache=${XS_INTEROP_CACHE:-/var/cache/xsock-interop}
+me=guest.sh
+name=default siw=() fwd=() share="" lifetime=1800 boot_timeout=120 timeout=600 cmd=()
+
+usage() { echo "$me: $*" >&2; echo "usage: see the header of $0" >&2; exit 2; }
+fail() { echo "$me: ERROR: $*" >&2; exit 125; }
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+now() { date +%s; }
+
+parse() {
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --name) name=${2:?}; shift ;;
+            --siw) siw+=("${2:?}"); shift ;;
+            --fwd) [[ ${2:-} =~ ^[0-9]+:[0-9]+$ ]] || usage "--fwd HPORT:GPORT"; fwd+=("$2"); shift ;;
+            --share) share=$(cd "${2:?}" && pwd) || usage "no directory $2"; shift ;;
+            --lifetime) lifetime=${2:?}; shift ;;
+            --boot-timeout) boot_timeout=${2:?}; shift ;;
+            --timeout) timeout=${2:?}; shift ;;
+            --) shift; cmd=("$@"); return 0 ;;
+            -*) usage "unknown option $1" ;;
+            *) cmd=("$@"); return 0 ;;
+        esac
+        shift
+    done
+}
+
+rundir() { [[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || usage "bad name $name"; run=$cache/run/$name; }
+alive() { # our qemu for this instance still running?
+    local pid
+    pid=$(cat "$run/qemu.pid" 2>/dev/null) || return 1
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-name xs-interop-$name "
+}
+kill_qemu() {
+    local pid i
+    alive || return 0
+    pid=$(cat "$run/qemu.pid")
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 30); do alive || return 0; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    for i in $(seq 30); do alive || return 0; sleep 0.1; done
+    echo "$me: WARNING: qemu $pid survived SIGKILL" >&2
+}
+console_tail() {
+    [ -s "$run/state/failed" ] && echo "$me: guest: $(cat "$run/state/failed")" >&2
+    [ -s "$run/qemu.err" ] && sed 's/^/qemu: /' "$run/qemu.err" >&2
+    [ -s "$run/console.log" ] && tail -n 20 "$run/console.log" | sed 's/^/  console| /' >&2
+    return 0
+}
+
+do_start() {
+    rundir
+    [ -r "$cache/vmlinuz" ] && [ -r "$cache/initramfs.cpio.gz" ] ||
+        fail "no guest in $cache: run tests/interop/guest-prepare.sh"
+    command -v qemu-system-x86_64 > /dev/null || fail "qemu-system-x86_64 missing: run guest-prepare.sh"
+    alive && fail "guest '$name' already runs (guest.sh stop --name $name)"
+    rm -rf "$run"; mkdir -p "$run/state" "$run/job"
+    local hostfwd="" f
+    for f in "${fwd[@]}"; do hostfwd+=",hostfwd=tcp:127.0.0.1:${f%%:*}-10.0.2.15:${f#*:}"; done
+    { echo "SIW_PARAMS=$(q "${siw[*]}")"; echo "LIFETIME=$lifetime"
+      echo "SHARE=$([ -n "$share" ] && echo 1 || echo 0)"; } > "$run/env"
+    local accel=(-accel tcg,thread=multi,tb-size=256 -cpu max)
+    if [ -w /dev/kvm ] && grep -qE '\b(vmx|svm)\b' /proc/cpuinfo; then accel=(-accel kvm -cpu host); fi
+    local args=(-name "xs-interop-$name" -machine pc "${accel[@]}" -m 1024 -smp 2
+        -nodefaults -no-user-config -display none -vga none -no-reboot
+        -kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz"
+        -append "console=ttyS0 loglevel=4 panic=-1 random.trust_cpu=on rdinit=/init"
+        -serial "file:$run/console.log"
+        -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2$hostfwd" -device virtio-net-pci,netdev=n0
+        -fsdev "local,id=ctl,path=$run,security_model=none" -device virtio-9p-pci,fsdev=ctl,mount_tag=xsctl)
+    [ -n "$share" ] && args+=(-fsdev "local,id=hs,path=$share,security_model=none"
+                              -device virtio-9p-pci,fsdev=hs,mount_tag=host)
+    args+=(-daemonize -pidfile "$run/qemu.pid")
+    local t0 t1
+    t0=$(date +%s.%N)
+    timeout 60 qemu-system-x86_64 "${args[@]}" < /dev/null > "$run/qemu.err" 2>&1 ||
+        { console_tail; fail "qemu did not start"; }
+    local deadline=$(( $(now) + boot_timeout ))
+    while [ ! -e "$run/state/ready" ]; do
+        if [ -e "$run/state/failed" ] || ! alive || [ "$(now)" -ge "$deadline" ]; then
+            console_tail; kill_qemu; fail "guest '$name' not ready (boot timeout ${boot_timeout}s)"
+        fi
+        sleep 0.1
+    done
+    t1=$(date +%s.%N)
+    echo "READY name=$name boot=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')s guest-uptime=$(cat "$run/state/ready")s"
+}
+
+submit() { # submit -> sets job (path prefix)
+    rundir
+    alive && [ -e "$run/state/ready" ] || fail "guest '$name' is not running"
+    [ ${#cmd[@]} -gt 0 ] || usage "missing -- CMD"
+    job=$run/job/j$(date +%s%N)$$
+    { printf 'exec'; local a; for a in "${cmd[@]}"; do printf ' %s' "$(q "$a")"; done; echo; } > "$job.tmp"
+    mv "$job.tmp" "$job.cmd"
+}
+collect() { # collect JOBPATH : wait (bounded), print output, return rc
+    local j=$1 deadline=$(( $(now) + timeout ))
+    while [ ! -e "$j.rc" ]; do
+        alive || { cat "$j.out" "$j.err" 2>/dev/null >&2; fail "guest died during the job"; }
+        if [ "$(now)" -ge "$deadline" ]; then
+            cat "$j.out" 2>/dev/null; cat "$j.err" 2>/dev/null >&2
+            echo "$me: job timed out after ${timeout}s" >&2; return 124
+        fi
+        sleep 0.1
+    done
+    cat "$j.out" 2>/dev/null || true
+    cat "$j.err" >&2 2>/dev/null || true
+    return "$(cat "$j.rc")"
+}
+
+do_stop() {
+    rundir
+    [ -d "$run" ] || return 0
+    if alive; then
+        touch "$run/poweroff"
+        local deadline=$(( $(now) + 20 ))
+        while alive && [ "$(now)" -lt "$deadline" ]; do sleep 0.1; done
+        kill_qemu
+    fi
+    return 0
+}
+
+[ $# -ge 1 ] || usage "missing command"
+sub=$1; shift
+case $sub in
+    start) parse "$@"; do_start ;;
+    exec) parse "$@"; submit; collect "$job" ;;
+    bg) parse "$@"; submit; basename "$job" ;;
+    wait) parse "$@"; rundir; [ ${#cmd[@]} = 1 ] || usage "wait JOB"; collect "$run/job/${cmd[0]}" ;;
+    stop) parse "$@"; do_stop ;;
+    run) parse "$@"; [ ${#cmd[@]} -gt 0 ] || usage "missing -- CMD"
+         [ "$name" = default ] && name=run-$$
+         trap 'do_stop' EXIT; trap 'exit 130' INT TERM
+         do_start >&2
+         rc=0; submit; collect "$job" || rc=$?
+         do_stop; trap - EXIT INT TERM; rm -rf "$run"; exit $rc ;;
+    -h|--help) sed -n '2,24p' "$0" ;;
+    *) usage "unknown command $sub" ;;
+esac
