@@ -564,6 +564,8 @@ XSK_EXPORT int listen(int fd, int backlog)
 	}
 out:
 	pthread_mutex_unlock(&s->mu);
+	if (!rc)
+		xsk_svc_add(s);
 	sk_put(s);
 	return rc ? (int)fail(-rc) : 0;
 }

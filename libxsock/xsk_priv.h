@@ -237,6 +237,10 @@ struct xsk {
 	bool disc_sent;
 	bool in_accept_queue;
 
+	/* listeners: the service thread answers connection requests */
+	struct xsk *svc_next;
+	bool in_svc;
+
 	/* epoll registrations naming this socket (xsk_tab_mu) */
 	struct xsk_epreg *regs;
 };
@@ -273,5 +277,9 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 struct xsk *xsk_accept_pop(struct xsk *s); /* listener: an established child */
 int xsk_shutdown_locked(struct xsk *s, int how);
 void xsk_set_ready(struct xsk *s);
+/* Hand a listener to the service thread, which accepts connection
+ * requests while the application is not in accept() (the kernel's backlog
+ * does that for TCP).  s->mu not held. */
+int xsk_svc_add(struct xsk *s);
 
 #endif

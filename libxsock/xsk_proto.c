@@ -948,6 +948,84 @@ int xsk_shutdown_locked(struct xsk *s, int how)
 	return 0;
 }
 
+/* ---- the service thread ----------------------------------------------------------- */
+
+static pthread_mutex_t svc_mu = PTHREAD_MUTEX_INITIALIZER;
+static int svc_ep = -1;
+static struct xsk *svc_list;
+
+static void *svc_main(void *arg)
+{
+	struct epoll_event ev[16];
+
+	for (;;) {
+		int n = xsk_real.epoll_wait(svc_ep, ev, 16, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		pthread_mutex_lock(&svc_mu);
+		for (int i = 0; i < n; i++) {
+			struct xsk *s;
+			for (s = svc_list; s && s != ev[i].data.ptr; s = s->svc_next)
+				;
+			if (!s)
+				continue; /* removed meanwhile */
+			pthread_mutex_lock(&s->mu);
+			xsk_progress(s);
+			pthread_mutex_unlock(&s->mu);
+		}
+		pthread_mutex_unlock(&svc_mu);
+	}
+	return arg;
+}
+
+int xsk_svc_add(struct xsk *s)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&svc_mu);
+	if (svc_ep < 0) {
+		pthread_t t;
+		svc_ep = epoll_create1(EPOLL_CLOEXEC);
+		if (svc_ep < 0 || pthread_create(&t, NULL, svc_main, NULL)) {
+			rc = -EAGAIN;
+			if (svc_ep >= 0)
+				xsk_real.close(svc_ep);
+			svc_ep = -1;
+			goto out;
+		}
+		pthread_detach(t);
+	}
+	pthread_mutex_lock(&s->mu);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+	if (s->ch && !s->in_svc && xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_ADD, s->ch->fd, &ev) == 0) {
+		s->in_svc = true;
+		s->svc_next = svc_list;
+		svc_list = s;
+	}
+	pthread_mutex_unlock(&s->mu);
+out:
+	pthread_mutex_unlock(&svc_mu);
+	return rc;
+}
+
+static void svc_del(struct xsk *s)
+{
+	pthread_mutex_lock(&svc_mu);
+	if (s->in_svc) {
+		struct xsk **pp = &svc_list;
+		while (*pp && *pp != s)
+			pp = &(*pp)->svc_next;
+		if (*pp)
+			*pp = s->svc_next;
+		xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_DEL, s->ch->fd, NULL);
+		s->in_svc = false;
+	}
+	pthread_mutex_unlock(&svc_mu);
+}
+
 /* ---- teardown --------------------------------------------------------------------- */
 
 void xsk_free(struct xsk *s)
@@ -957,6 +1035,7 @@ void xsk_free(struct xsk *s)
 
 	if (!s)
 		return;
+	svc_del(s);
 	pthread_mutex_lock(&s->mu);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
