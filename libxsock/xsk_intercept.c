@@ -1190,10 +1190,11 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 			if (fds[i].revents)
 				ready++;
 		}
-		for (nfds_t i = 0; i < n; i++) {
-			if (!socks[i]) {
+		for (nfds_t i = 0; i < n; i++)
+			if (!socks[i])
 				w[nw++] = fds[i];
-			} else if (!ready) {
+		for (nfds_t i = 0; i < n; i++) {
+			if (socks[i] && !ready) {
 				int cf[2];
 				pthread_mutex_lock(&socks[i]->mu);
 				int k = xsk_wait_fds(socks[i], cf);
@@ -1219,14 +1220,8 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 			}
 		}
 		if (ready + other > 0 || t == 0) {
-			if (!ready && !other && t == 0 && !k) {
-				ret = 0;
-				break;
-			}
-			if (ready + other > 0) {
-				ret = ready + other;
-				break;
-			}
+			ret = ready + other;
+			break;
 		}
 		/* an IWARP socket's channel fired: recompute */
 	}
