@@ -199,22 +199,34 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Block until the socket may have made progress (or timeout).  -EINTR. */
-static int sk_wait(struct xsk *s, int timeout_ms)
+/* Block until the socket may have made progress (or timeout).  A writer
+ * registers itself so that a thread which makes the socket writable wakes
+ * it.  -EINTR. */
+static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
 {
-	struct pollfd p[2];
-	int fds[2], n;
+	struct pollfd p[3];
+	int fds[3], n, rc = 0;
 
 	pthread_mutex_lock(&s->mu);
-	n = xsk_wait_fds(s, fds);
+	n = xsk_wait_fds(s, fds, writer);
+	if (writer)
+		s->writers_waiting++;
 	pthread_mutex_unlock(&s->mu);
 	for (int i = 0; i < n; i++)
 		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	if (!n)
 		return -ENOTCONN;
 	if (xsk_real.poll(p, (nfds_t)n, timeout_ms) < 0)
-		return -errno;
-	return 0;
+		rc = -errno;
+	if (writer) {
+		uint64_t v;
+		pthread_mutex_lock(&s->mu);
+		s->writers_waiting--;
+		if (s->wake_fd >= 0 && xsk_real.read(s->wake_fd, &v, sizeof(v)) < 0)
+			v = 0;
+		pthread_mutex_unlock(&s->mu);
+	}
+	return rc;
 }
 
 /* ---- socket / options ------------------------------------------------------------ */
@@ -614,7 +626,7 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 			goto out;
 		}
 		pthread_mutex_unlock(&s->mu);
-		int w = sk_wait(s, -1);
+		int w = sk_wait(s, -1, true);
 		pthread_mutex_lock(&s->mu);
 		if (w == -EINTR) {
 			rc = -EINTR; /* the connection goes on, like TCP */
@@ -662,7 +674,7 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 			rc = -EAGAIN;
 			break;
 		}
-		rc = sk_wait(s, -1);
+		rc = sk_wait(s, -1, false);
 		if (rc == -EINTR)
 			break;
 		rc = 0;
@@ -768,7 +780,7 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 			}
 			break;
 		}
-		int w = sk_wait(s, -1);
+		int w = sk_wait(s, -1, false);
 		if (w == -EINTR) {
 			if (!got) {
 				errno = EINTR;
@@ -811,7 +823,7 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 				return (ssize_t)done;
 			return fail(connecting ? EAGAIN : EAGAIN);
 		}
-		if (sk_wait(s, -1) == -EINTR)
+		if (sk_wait(s, -1, true) == -EINTR)
 			return done ? (ssize_t)done : fail(EINTR);
 	}
 }
@@ -1168,13 +1180,15 @@ static int remaining(int64_t deadline)
 static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
 	struct xsk **socks = calloc(n ? n : 1, sizeof(*socks));
-	struct pollfd *w = calloc(n * 3 + 1, sizeof(*w));
+	struct pollfd *w = calloc(n * 4 + 1, sizeof(*w));
+	bool *writer = calloc(n ? n : 1, sizeof(*writer));
 	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
 	int ret = 0;
 
-	if (!socks || !w) {
+	if (!socks || !w || !writer) {
 		free(socks);
 		free(w);
+		free(writer);
 		return (int)fail(ENOMEM);
 	}
 	for (nfds_t i = 0; i < n; i++)
@@ -1195,10 +1209,20 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 				w[nw++] = fds[i];
 		for (nfds_t i = 0; i < n; i++) {
 			if (socks[i] && !ready) {
-				int cf[2];
-				pthread_mutex_lock(&socks[i]->mu);
-				int k = xsk_wait_fds(socks[i], cf);
-				pthread_mutex_unlock(&socks[i]->mu);
+				/* channels, the ready fd for readers, the wake fd
+				 * (registered as a waiting writer) for writers */
+				int cf[3];
+				struct xsk *sk = socks[i];
+				pthread_mutex_lock(&sk->mu);
+				int k = xsk_wait_fds(sk, cf, false);
+				if (!(fds[i].events & POLLIN))
+					k--; /* the ready fd is the last one */
+				if ((fds[i].events & POLLOUT) && sk->wake_fd >= 0) {
+					cf[k++] = sk->wake_fd;
+					sk->writers_waiting++;
+					writer[i] = true;
+				}
+				pthread_mutex_unlock(&sk->mu);
 				for (int j = 0; j < k; j++)
 					w[nw++] = (struct pollfd){ .fd = cf[j], .events = POLLIN };
 			}
@@ -1206,6 +1230,19 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 		int t = ready ? 0 : remaining(deadline);
 		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000 };
 		int k = xsk_real.ppoll(w, nw, t < 0 ? NULL : &ts, mask);
+		int e = errno;
+		for (nfds_t i = 0; i < n; i++) {
+			if (writer[i]) {
+				uint64_t v;
+				pthread_mutex_lock(&socks[i]->mu);
+				socks[i]->writers_waiting--;
+				if (xsk_real.read(socks[i]->wake_fd, &v, sizeof(v)) < 0)
+					v = 0;
+				pthread_mutex_unlock(&socks[i]->mu);
+				writer[i] = false;
+			}
+		}
+		errno = e;
 		if (k < 0) {
 			ret = ready ? ready : -1;
 			break;
@@ -1230,6 +1267,7 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 			sk_put(socks[i]);
 	free(socks);
 	free(w);
+	free(writer);
 	return ret;
 }
 

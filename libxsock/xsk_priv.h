@@ -181,6 +181,8 @@ struct xsk {
 	bool epfd_app; /* the application holds epfd (its close closes it) */
 	int ready_fd; /* eventfd in epfd: readable while the socket is readable */
 	bool ready_set;
+	int wake_fd; /* eventfd (not in epfd): a blocked writer's wake-up */
+	int writers_waiting;
 
 	struct sockaddr_storage local, peer;
 	bool have_local;
@@ -270,8 +272,10 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
 void xsk_progress(struct xsk *s);
 /* poll(2) bits the socket has now (after xsk_progress). */
 short xsk_revents(struct xsk *s);
-/* The fds to wait on for progress (at most 2). */
-int xsk_wait_fds(struct xsk *s, int fds[2]);
+/* The fds to wait on for progress (at most 3): the channels, plus the
+ * ready eventfd for a reader or the wake eventfd for a writer (another
+ * thread may make the progress a waiter needs). */
+int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
 ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
 struct xsk *xsk_accept_pop(struct xsk *s); /* listener: an established child */

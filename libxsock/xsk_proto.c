@@ -107,6 +107,7 @@ struct xsk *xsk_new(int family)
 	s->family = family;
 	s->epfd = -1;
 	s->ready_fd = -1;
+	s->wake_fd = -1;
 	s->rbuf_size = XSK_RBUF_DEFAULT;
 	if (env && *env) {
 		unsigned long v = strtoul(env, NULL, 0);
@@ -143,6 +144,9 @@ int xsk_make_fds(struct xsk *s)
 		return -errno;
 	s->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->ready_fd < 0)
+		return -errno;
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->wake_fd < 0)
 		return -errno;
 	return ep_add(s, s->ready_fd);
 }
@@ -586,6 +590,11 @@ void xsk_progress(struct xsk *s)
 	poll_cq(s);
 	give_credits(s);
 	xsk_set_ready(s);
+	if (s->writers_waiting && s->wake_fd >= 0 && (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))) {
+		uint64_t one = 1;
+		if (xsk_real.write(s->wake_fd, &one, sizeof(one)) < 0)
+			s->writers_waiting = s->writers_waiting; /* full: already signalled */
+	}
 }
 
 /* ---- listen / accept ------------------------------------------------------------- */
@@ -766,7 +775,7 @@ short xsk_revents(struct xsk *s)
 	return r;
 }
 
-int xsk_wait_fds(struct xsk *s, int fds[2])
+int xsk_wait_fds(struct xsk *s, int fds[3], bool writer)
 {
 	int n = 0;
 
@@ -774,6 +783,8 @@ int xsk_wait_fds(struct xsk *s, int fds[2])
 		fds[n++] = s->ch->fd;
 	if (s->cch)
 		fds[n++] = s->cch->fd;
+	if (writer ? s->wake_fd >= 0 : s->ready_fd >= 0)
+		fds[n++] = writer ? s->wake_fd : s->ready_fd;
 	return n;
 }
 
@@ -1089,6 +1100,8 @@ void xsk_free(struct xsk *s)
 	free(s->rmsg);
 	if (s->ready_fd >= 0)
 		xsk_real.close(s->ready_fd);
+	if (s->wake_fd >= 0)
+		xsk_real.close(s->wake_fd);
 	if (s->epfd >= 0 && !s->epfd_app)
 		xsk_real.close(s->epfd);
 	pthread_mutex_unlock(&s->mu);
