@@ -1281,6 +1281,10 @@ static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
 	return false;
 }
 
+/* glibc declares poll's fds write-only (access attribute), which makes gcc
+ * believe our read of the caller's array reads uninitialised memory. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 XSK_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (!any_iwarp_pollfd(fds, n))
@@ -1302,6 +1306,7 @@ XSK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, co
 		return REAL(ppoll)(fds, n, ts, mask);
 	return poll_emul(fds, n, ts_ms(ts), mask);
 }
+#pragma GCC diagnostic pop
 
 XSK_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
 XSK_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
