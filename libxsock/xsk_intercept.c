@@ -1,0 +1,1702 @@
+/* The interposed POSIX calls.  Every call that takes an fd looks the fd up
+ * in one array (the fd table); an fd that is not an IWARP socket goes
+ * straight to libc, so an ordinary socket, file, pipe, Unix or UDP socket
+ * pays one load and a compare.
+ *
+ * An IWARP socket keeps its original TCP socket until connect() or
+ * listen(); then the fd number is taken over (dup3) by the socket's inner
+ * epoll fd, whose readability the application's own poll/epoll can see.
+ * Calls return -1 and set errno like the kernel's (one helper: fail()). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_priv.h"
+#include "libxsock/xsock.h"
+
+struct epset {
+	struct xsk_epreg *regs;
+};
+
+struct fdent {
+	_Atomic(struct xsk *) s;
+	_Atomic(struct epset *) ep;
+};
+
+static struct fdent *tab;
+static int tab_n;
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool iwarp_all;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_once_fn(void)
+{
+	struct rlimit rl;
+	size_t n = 65536;
+	const char *env = getenv("XSOCK_IWARP");
+
+	xsk_real_init();
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > n)
+		n = rl.rlim_max;
+	if (n > (1u << 20))
+		n = 1u << 20;
+	/* untouched pages cost nothing */
+	void *p = mmap(NULL, n * sizeof(struct fdent), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p != MAP_FAILED) {
+		tab = p;
+		tab_n = (int)n;
+	}
+	iwarp_all = env && (!strcmp(env, "all") || !strcmp(env, "1"));
+}
+
+__attribute__((constructor)) static void xsk_ctor(void)
+{
+	pthread_once(&init_once, init_once_fn);
+}
+
+static inline void ensure_init(void)
+{
+	if (__builtin_expect(!tab_n, 0))
+		pthread_once(&init_once, init_once_fn);
+}
+
+#define REAL(fn) (ensure_init(), xsk_real.fn)
+
+/* The one lookup a non-IWARP fd pays. */
+static inline struct xsk *lookup(int fd)
+{
+	if ((unsigned)fd >= (unsigned)tab_n)
+		return NULL;
+	return atomic_load_explicit(&tab[fd].s, memory_order_acquire);
+}
+
+static long fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+static struct xsk *sk_get(int fd)
+{
+	struct xsk *s;
+
+	if (!lookup(fd))
+		return NULL;
+	pthread_mutex_lock(&tab_mu);
+	s = atomic_load(&tab[fd].s);
+	if (s)
+		s->refs++;
+	pthread_mutex_unlock(&tab_mu);
+	return s;
+}
+
+static void unlink_regs_locked(struct xsk *s);
+
+static void sk_put(struct xsk *s)
+{
+	bool last;
+
+	pthread_mutex_lock(&tab_mu);
+	last = --s->refs == 0;
+	if (last)
+		unlink_regs_locked(s);
+	pthread_mutex_unlock(&tab_mu);
+	if (last)
+		xsk_free(s);
+}
+
+static void attach_fd(int fd, struct xsk *s)
+{
+	pthread_mutex_lock(&tab_mu);
+	s->refs++;
+	s->nfds++;
+	atomic_store(&tab[fd].s, s);
+	pthread_mutex_unlock(&tab_mu);
+}
+
+/* fd no longer names its socket (closed or replaced). */
+static void detach_fd(int fd)
+{
+	struct xsk *s;
+	struct epset *ep;
+	bool last = false;
+
+	if ((unsigned)fd >= (unsigned)tab_n)
+		return;
+	pthread_mutex_lock(&tab_mu);
+	s = atomic_exchange(&tab[fd].s, NULL);
+	ep = atomic_exchange(&tab[fd].ep, NULL);
+	if (ep) {
+		/* the epoll set is gone: forget its registrations */
+		struct xsk_epreg *r = ep->regs;
+		while (r) {
+			struct xsk_epreg *next = r->next_in_set;
+			struct xsk_epreg **pp = &r->s->regs;
+			while (*pp && *pp != r)
+				pp = &(*pp)->next_of_sock;
+			if (*pp)
+				*pp = r->next_of_sock;
+			free(r);
+			r = next;
+		}
+		free(ep);
+	}
+	if (s) {
+		s->nfds--;
+		last = --s->refs == 0;
+		if (last)
+			unlink_regs_locked(s);
+	}
+	pthread_mutex_unlock(&tab_mu);
+	if (last)
+		xsk_free(s);
+}
+
+static bool eligible(int domain, int type, int protocol)
+{
+	return (domain == AF_INET || domain == AF_INET6) &&
+	       (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM &&
+	       (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+static int attach_fresh(int fd, int domain, bool nonblock, bool cloexec)
+{
+	struct xsk *s;
+
+	if ((unsigned)fd >= (unsigned)tab_n)
+		return -EMFILE;
+	s = xsk_new(domain);
+	if (!s)
+		return -ENOMEM;
+	s->nonblock = nonblock;
+	s->cloexec = cloexec;
+	attach_fd(fd, s);
+	return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Block until the socket may have made progress (or timeout).  A writer
+ * registers itself so that a thread which makes the socket writable wakes
+ * it.  -EINTR. */
+static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
+{
+	struct pollfd p[3];
+	int fds[3], n, rc = 0;
+
+	pthread_mutex_lock(&s->mu);
+	n = xsk_wait_fds(s, fds, writer);
+	if (writer)
+		s->writers_waiting++;
+	pthread_mutex_unlock(&s->mu);
+	for (int i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	if (!n)
+		return -ENOTCONN;
+	if (xsk_real.poll(p, (nfds_t)n, timeout_ms) < 0)
+		rc = -errno;
+	if (writer) {
+		uint64_t v;
+		pthread_mutex_lock(&s->mu);
+		s->writers_waiting--;
+		if (s->wake_fd >= 0 && xsk_real.read(s->wake_fd, &v, sizeof(v)) < 0)
+			v = 0;
+		pthread_mutex_unlock(&s->mu);
+	}
+	return rc;
+}
+
+/* ---- socket / options ------------------------------------------------------------ */
+
+XSK_EXPORT int socket(int domain, int type, int protocol)
+{
+	int fd = REAL(socket)(domain, type, protocol);
+
+	if (fd < 0 || !iwarp_all || !eligible(domain, type, protocol))
+		return fd;
+	/* libiwarp's own TCP connections stay TCP */
+	if (xsk_from_stack(__builtin_return_address(0)))
+		return fd;
+	if (attach_fresh(fd, domain, type & SOCK_NONBLOCK, type & SOCK_CLOEXEC) < 0) {
+		xsk_real.close(fd);
+		return (int)fail(ENOMEM);
+	}
+	return fd;
+}
+
+static void opt_record(struct xsk *s, int level, int name, int val)
+{
+	for (int i = 0; i < s->nopts; i++) {
+		if (s->opts[i].level == level && s->opts[i].name == name) {
+			s->opts[i].val = val;
+			return;
+		}
+	}
+	if (s->nopts < XSK_MAX_OPTS)
+		s->opts[s->nopts++] = (struct xsk_opt){ level, name, val };
+}
+
+static bool opt_find(struct xsk *s, int level, int name, int *val)
+{
+	for (int i = 0; i < s->nopts; i++) {
+		if (s->opts[i].level == level && s->opts[i].name == name) {
+			*val = s->opts[i].val;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int set_iwarp_mode(int fd, int on)
+{
+	struct xsk *s = sk_get(fd);
+	int type, domain, flags, fdfl;
+	socklen_t sl = sizeof(int);
+
+	if (s) {
+		enum xsk_state st = s->state;
+		sk_put(s);
+		if (st == XSK_FRESH) {
+			if (!on)
+				detach_fd(fd);
+			return 0;
+		}
+		return on ? 0 : (int)fail(EISCONN);
+	}
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &sl) < 0)
+		return -1;
+	sl = sizeof(int);
+	if (xsk_real.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &sl) < 0)
+		return -1;
+	if (type != SOCK_STREAM || (domain != AF_INET && domain != AF_INET6))
+		return (int)fail(EOPNOTSUPP);
+	if (!on)
+		return 0;
+	{
+		struct sockaddr_storage ss;
+		socklen_t al = sizeof(ss);
+		int acc = 0;
+		sl = sizeof(acc);
+		if (xsk_real.getpeername(fd, (struct sockaddr *)&ss, &al) == 0 ||
+		    (xsk_real.getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &sl) == 0 && acc))
+			return (int)fail(EISCONN);
+	}
+	flags = xsk_real.fcntl(fd, F_GETFL);
+	fdfl = xsk_real.fcntl(fd, F_GETFD);
+	int rc = attach_fresh(fd, domain, flags >= 0 && (flags & O_NONBLOCK),
+			      fdfl >= 0 && (fdfl & FD_CLOEXEC));
+	return rc < 0 ? (int)fail(-rc) : 0;
+}
+
+XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct xsk *s;
+	int v = 0;
+
+	if (level == SOL_IWARP) {
+		if (name != IWARP_MODE)
+			return (int)fail(ENOPROTOOPT);
+		if (!val || len < sizeof(int))
+			return (int)fail(EINVAL);
+		memcpy(&v, val, sizeof(v));
+		return set_iwarp_mode(fd, v != 0);
+	}
+	s = lookup(fd) ? sk_get(fd) : NULL;
+	if (!s)
+		return REAL(setsockopt)(fd, level, name, val, len);
+	if (val && len >= sizeof(int))
+		memcpy(&v, val, sizeof(v));
+	pthread_mutex_lock(&s->mu);
+	bool fresh = s->state == XSK_FRESH;
+	opt_record(s, level, name, v);
+	if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= 8192)
+		s->rbuf_size = v > (64 << 20) ? (64u << 20) : ((uint32_t)v & ~1u);
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	if (fresh)
+		return REAL(setsockopt)(fd, level, name, val, len);
+	return 0; /* recorded; an IWARP socket has no kernel socket options */
+}
+
+static int put_int_opt(void *val, socklen_t *len, int v)
+{
+	if (!val || !len || *len < sizeof(int))
+		return (int)fail(EINVAL);
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(int);
+	return 0;
+}
+
+XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	int v = 0;
+
+	if (level == SOL_IWARP) {
+		if (name != IWARP_MODE) {
+			if (s)
+				sk_put(s);
+			return (int)fail(ENOPROTOOPT);
+		}
+		if (s) {
+			sk_put(s);
+			return put_int_opt(val, len, 1);
+		}
+		int type;
+		socklen_t sl = sizeof(type);
+		if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &sl) < 0)
+			return -1;
+		return put_int_opt(val, len, 0);
+	}
+	if (!s)
+		return REAL(getsockopt)(fd, level, name, val, len);
+	pthread_mutex_lock(&s->mu);
+	if (s->state == XSK_FRESH) {
+		pthread_mutex_unlock(&s->mu);
+		sk_put(s);
+		return REAL(getsockopt)(fd, level, name, val, len);
+	}
+	xsk_progress(s);
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_ERROR:
+			v = s->err;
+			s->err = 0;
+			break;
+		case SO_TYPE:
+			v = SOCK_STREAM;
+			break;
+		case SO_DOMAIN:
+			v = s->family;
+			break;
+		case SO_PROTOCOL:
+			v = IPPROTO_TCP;
+			break;
+		case SO_ACCEPTCONN:
+			v = s->state == XSK_LISTENING;
+			break;
+		case SO_RCVBUF:
+			v = (int)s->rbuf_size;
+			break;
+		case SO_SNDBUF:
+			v = (int)s->sbuf_size;
+			break;
+		default:
+			opt_find(s, level, name, &v);
+			break;
+		}
+	} else {
+		opt_find(s, level, name, &v);
+	}
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	return put_int_opt(val, len, v);
+}
+
+/* ---- addresses ------------------------------------------------------------------ */
+
+static socklen_t sa_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static void copy_addr(const struct sockaddr_storage *ss, struct sockaddr *addr, socklen_t *len)
+{
+	socklen_t l = sa_len(ss);
+
+	if (!addr || !len)
+		return;
+	memcpy(addr, ss, *len < l ? *len : l);
+	*len = l;
+}
+
+XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	int rc;
+
+	if (!s)
+		return REAL(bind)(fd, addr, len);
+	if (s->state != XSK_FRESH) {
+		sk_put(s);
+		return (int)fail(EINVAL);
+	}
+	rc = REAL(bind)(fd, addr, len);
+	if (rc == 0) {
+		socklen_t l = sizeof(s->local);
+		pthread_mutex_lock(&s->mu);
+		if (xsk_real.getsockname(fd, (struct sockaddr *)&s->local, &l) == 0)
+			s->have_local = true;
+		pthread_mutex_unlock(&s->mu);
+	}
+	sk_put(s);
+	return rc;
+}
+
+XSK_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+
+	if (!s || s->state == XSK_FRESH) {
+		if (s)
+			sk_put(s);
+		return REAL(getsockname)(fd, addr, len);
+	}
+	pthread_mutex_lock(&s->mu);
+	if (!addr || !len) {
+		pthread_mutex_unlock(&s->mu);
+		sk_put(s);
+		return (int)fail(EFAULT);
+	}
+	if (s->have_local) {
+		copy_addr(&s->local, addr, len);
+	} else {
+		struct sockaddr_storage any = { .ss_family = (sa_family_t)s->family };
+		copy_addr(&any, addr, len);
+	}
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	return 0;
+}
+
+XSK_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	int rc = 0;
+
+	if (!s || s->state == XSK_FRESH) {
+		if (s)
+			sk_put(s);
+		return REAL(getpeername)(fd, addr, len);
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->state != XSK_CONNECTED)
+		rc = (int)fail(ENOTCONN);
+	else if (!addr || !len)
+		rc = (int)fail(EFAULT);
+	else
+		copy_addr(&s->peer, addr, len);
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	return rc;
+}
+
+/* ---- taking the fd number over ----------------------------------------------------- */
+
+/* Replace the original TCP socket under every fd number naming s by the
+ * inner epoll fd, and re-register s in the epoll sets that knew it. */
+static int take_over(int fd, struct xsk *s)
+{
+	int rc = xsk_make_fds(s);
+	int flags = s->cloexec ? O_CLOEXEC : 0;
+
+	if (rc)
+		return rc;
+	if (xsk_real.dup3(s->epfd, fd, flags) < 0)
+		return -errno;
+	if (s->nfds > 1) {
+		for (int i = 0; i < tab_n; i++)
+			if (i != fd && atomic_load(&tab[i].s) == s)
+				xsk_real.dup3(s->epfd, i, flags);
+	}
+	xsk_real.close(s->epfd);
+	s->epfd = fd;
+	s->epfd_app = true;
+	if (s->nonblock) {
+		int fl = xsk_real.fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			xsk_real.fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	pthread_mutex_lock(&tab_mu);
+	for (struct xsk_epreg *r = s->regs; r; r = r->next_of_sock) {
+		struct epoll_event ev = { .events = EPOLLIN, .data = r->data };
+		xsk_real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+	}
+	pthread_mutex_unlock(&tab_mu);
+	return 0;
+}
+
+XSK_EXPORT int listen(int fd, int backlog)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	int rc;
+
+	if (!s)
+		return REAL(listen)(fd, backlog);
+	pthread_mutex_lock(&s->mu);
+	if (s->state == XSK_LISTENING) {
+		s->backlog = backlog;
+		rc = 0;
+		goto out;
+	}
+	if (s->state != XSK_FRESH) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!s->have_local) {
+		/* like TCP: an unbound listener gets an ephemeral port */
+		struct sockaddr_storage any = { .ss_family = (sa_family_t)s->family };
+		socklen_t l = sizeof(s->local);
+		if (xsk_real.bind(fd, (struct sockaddr *)&any, sa_len(&any)) < 0 ||
+		    xsk_real.getsockname(fd, (struct sockaddr *)&s->local, &l) < 0) {
+			rc = -errno;
+			goto out;
+		}
+		s->have_local = true;
+	}
+	rc = take_over(fd, s);
+	if (!rc)
+		rc = xsk_listen_start(s, (struct sockaddr *)&s->local, backlog);
+	if (rc) {
+		s->state = XSK_CLOSED;
+		s->err = 0;
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	if (!rc)
+		xsk_svc_add(s);
+	sk_put(s);
+	return rc ? (int)fail(-rc) : 0;
+}
+
+XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	int rc = 0;
+
+	if (!s)
+		return REAL(connect)(fd, addr, len);
+	pthread_mutex_lock(&s->mu);
+	switch (s->state) {
+	case XSK_FRESH:
+		break;
+	case XSK_CONNECTING:
+		rc = -EALREADY;
+		goto out;
+	case XSK_CONNECTED:
+		rc = -EISCONN;
+		goto out;
+	case XSK_LISTENING:
+		rc = -EINVAL;
+		goto out;
+	case XSK_CLOSED:
+		rc = s->err ? -s->err : -EBADFD;
+		s->err = 0;
+		goto out;
+	}
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
+	    len < sizeof(struct sockaddr_in)) {
+		rc = -EAFNOSUPPORT;
+		goto out;
+	}
+	rc = take_over(fd, s);
+	if (!rc)
+		rc = xsk_connect_start(s, addr, len);
+	if (rc) {
+		s->state = XSK_CLOSED;
+		goto out;
+	}
+	xsk_progress(s);
+	while (s->state == XSK_CONNECTING) {
+		if (s->nonblock) {
+			rc = -EINPROGRESS;
+			goto out;
+		}
+		pthread_mutex_unlock(&s->mu);
+		int w = sk_wait(s, -1, true);
+		pthread_mutex_lock(&s->mu);
+		if (w == -EINTR) {
+			rc = -EINTR; /* the connection goes on, like TCP */
+			goto out;
+		}
+		xsk_progress(s);
+	}
+	if (s->state != XSK_CONNECTED) {
+		rc = s->err ? -s->err : -ECONNREFUSED;
+		s->err = 0;
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	return rc ? (int)fail(-rc) : 0;
+}
+
+XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	struct xsk *c = NULL;
+	int rc = 0;
+
+	if (!s)
+		return REAL(accept4)(fd, addr, len, flags);
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		sk_put(s);
+		return (int)fail(EINVAL);
+	}
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		if (s->state != XSK_LISTENING) {
+			pthread_mutex_unlock(&s->mu);
+			rc = s->state == XSK_FRESH ? -2 : -EINVAL;
+			break;
+		}
+		xsk_progress(s);
+		c = xsk_accept_pop(s);
+		xsk_set_ready(s);
+		bool nb = s->nonblock;
+		pthread_mutex_unlock(&s->mu);
+		if (c)
+			break;
+		if (nb) {
+			rc = -EAGAIN;
+			break;
+		}
+		rc = sk_wait(s, -1, false);
+		if (rc == -EINTR)
+			break;
+		rc = 0;
+	}
+	sk_put(s);
+	if (rc == -2)
+		return REAL(accept4)(fd, addr, len, flags);
+	if (rc)
+		return (int)fail(-rc);
+	int nfd = c->epfd;
+	if (!(flags & SOCK_CLOEXEC))
+		xsk_real.fcntl(nfd, F_SETFD, 0);
+	c->cloexec = (flags & SOCK_CLOEXEC) != 0;
+	c->nonblock = (flags & SOCK_NONBLOCK) != 0;
+	if (c->nonblock)
+		xsk_real.fcntl(nfd, F_SETFL, O_NONBLOCK);
+	c->epfd_app = true;
+	if ((unsigned)nfd >= (unsigned)tab_n) {
+		xsk_free(c);
+		return (int)fail(EMFILE);
+	}
+	attach_fd(nfd, c);
+	pthread_mutex_lock(&c->mu);
+	xsk_progress(c);
+	if (addr && len)
+		copy_addr(&c->peer, addr, len);
+	pthread_mutex_unlock(&c->mu);
+	return nfd;
+}
+
+XSK_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return accept4(fd, addr, len, 0);
+}
+
+/* ---- data ------------------------------------------------------------------------ */
+
+#define XSK_IOV_STACK 16
+
+static size_t iov_total(const struct iovec *iov, int cnt)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < cnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* iov minus its first skip bytes, into out (cap entries). */
+static int iov_skip(const struct iovec *iov, int cnt, size_t skip, struct iovec *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < cnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		out[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
+		out[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
+	size_t want = iov_total(iov, cnt), got = 0;
+	struct iovec stackv[XSK_IOV_STACK], *v = stackv;
+	ssize_t r;
+
+	if (cnt < 0 || cnt > 1024)
+		return fail(EINVAL);
+	if (cnt > XSK_IOV_STACK) {
+		v = malloc((size_t)cnt * sizeof(*v));
+		if (!v)
+			return fail(ENOMEM);
+	}
+	for (;;) {
+		int n = iov_skip(iov, cnt, got, v);
+		pthread_mutex_lock(&s->mu);
+		xsk_progress(s);
+		r = want ? xsk_recv_locked(s, v, n, flags) : 0;
+		if (!want && s->state != XSK_CONNECTED)
+			r = -ENOTCONN;
+		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
+		xsk_set_ready(s);
+		pthread_mutex_unlock(&s->mu);
+		if (r > 0) {
+			got += (size_t)r;
+			if (!waitall || got == want)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (r != -EAGAIN || nb) {
+			if (!got) {
+				errno = (int)-r;
+				got = (size_t)-1;
+			}
+			break;
+		}
+		int w = sk_wait(s, -1, false);
+		if (w == -EINTR) {
+			if (!got) {
+				errno = EINTR;
+				got = (size_t)-1;
+			}
+			break;
+		}
+	}
+	if (v != stackv)
+		free(v);
+	return (ssize_t)got;
+}
+
+static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	size_t total = iov_total(iov, cnt), done = 0;
+	ssize_t r;
+
+	if (cnt < 0 || cnt > 1024)
+		return fail(EINVAL);
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		xsk_progress(s);
+		r = xsk_send_locked(s, iov, cnt, flags, &done);
+		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
+		bool connecting = s->state == XSK_CONNECTING;
+		xsk_set_ready(s);
+		pthread_mutex_unlock(&s->mu);
+		if (r < 0) {
+			if (done)
+				return (ssize_t)done;
+			if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
+				raise(SIGPIPE);
+			return fail((int)-r);
+		}
+		if (done >= total)
+			return (ssize_t)done;
+		if (nb) {
+			if (done)
+				return (ssize_t)done;
+			return fail(connecting ? EAGAIN : EAGAIN);
+		}
+		if (sk_wait(s, -1, true) == -EINTR)
+			return done ? (ssize_t)done : fail(EINTR);
+	}
+}
+
+#define RECV_WRAP(s_, iov_, cnt_, flags_)              \
+	do {                                           \
+		ssize_t r_ = sk_recv(s_, iov_, cnt_, flags_); \
+		sk_put(s_);                            \
+		return r_;                             \
+	} while (0)
+
+#define SEND_WRAP(s_, iov_, cnt_, flags_)              \
+	do {                                           \
+		ssize_t r_ = sk_send(s_, iov_, cnt_, flags_); \
+		sk_put(s_);                            \
+		return r_;                             \
+	} while (0)
+
+/* A FRESH socket is still the kernel's: pass through. */
+static struct xsk *data_sock(int fd)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+
+	if (s && s->state == XSK_FRESH) {
+		sk_put(s);
+		return NULL;
+	}
+	return s;
+}
+
+XSK_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(read)(fd, buf, n);
+	struct iovec v = { buf, n };
+	RECV_WRAP(s, &v, 1, 0);
+}
+
+XSK_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(write)(fd, buf, n);
+	struct iovec v = { (void *)(uintptr_t)buf, n };
+	SEND_WRAP(s, &v, 1, 0);
+}
+
+XSK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(readv)(fd, iov, cnt);
+	RECV_WRAP(s, iov, cnt, 0);
+}
+
+XSK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(writev)(fd, iov, cnt);
+	SEND_WRAP(s, iov, cnt, 0);
+}
+
+XSK_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(recv)(fd, buf, n, flags);
+	struct iovec v = { buf, n };
+	RECV_WRAP(s, &v, 1, flags);
+}
+
+XSK_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(send)(fd, buf, n, flags);
+	struct iovec v = { (void *)(uintptr_t)buf, n };
+	SEND_WRAP(s, &v, 1, flags);
+}
+
+XSK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			    socklen_t *alen)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(recvfrom)(fd, buf, n, flags, addr, alen);
+	struct iovec v = { buf, n };
+	ssize_t r = sk_recv(s, &v, 1, flags);
+	if (r >= 0 && addr && alen) {
+		pthread_mutex_lock(&s->mu);
+		copy_addr(&s->peer, addr, alen);
+		pthread_mutex_unlock(&s->mu);
+	}
+	sk_put(s);
+	return r;
+}
+
+XSK_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			  const struct sockaddr *addr, socklen_t alen)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(sendto)(fd, buf, n, flags, addr, alen);
+	/* a connected stream socket ignores the address, as TCP does */
+	struct iovec v = { (void *)(uintptr_t)buf, n };
+	SEND_WRAP(s, &v, 1, flags);
+}
+
+XSK_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(recvmsg)(fd, msg, flags);
+	ssize_t r = sk_recv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	if (r >= 0) {
+		if (msg->msg_name && msg->msg_namelen) {
+			pthread_mutex_lock(&s->mu);
+			copy_addr(&s->peer, msg->msg_name, &msg->msg_namelen);
+			pthread_mutex_unlock(&s->mu);
+		}
+		msg->msg_controllen = 0;
+		msg->msg_flags = 0;
+	}
+	sk_put(s);
+	return r;
+}
+
+XSK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct xsk *s = data_sock(fd);
+
+	if (!s)
+		return REAL(sendmsg)(fd, msg, flags);
+	SEND_WRAP(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+XSK_EXPORT int shutdown(int fd, int how)
+{
+	struct xsk *s = data_sock(fd);
+	int rc;
+
+	if (!s)
+		return REAL(shutdown)(fd, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		sk_put(s);
+		return (int)fail(EINVAL);
+	}
+	pthread_mutex_lock(&s->mu);
+	xsk_progress(s);
+	rc = xsk_shutdown_locked(s, how);
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	return rc ? (int)fail(-rc) : 0;
+}
+
+XSK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
+	struct xsk *s = data_sock(out);
+	uint8_t buf[65536];
+	size_t done = 0;
+
+	if (!s) {
+		if (!real_sendfile)
+			*(void **)&real_sendfile = dlsym(RTLD_NEXT, "sendfile");
+		return real_sendfile(out, in, off, count);
+	}
+	while (done < count) {
+		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
+		ssize_t n = off ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
+		if (n < 0) {
+			if (!done) {
+				sk_put(s);
+				return -1;
+			}
+			break;
+		}
+		if (n == 0)
+			break;
+		struct iovec v = { buf, (size_t)n };
+		ssize_t w = sk_send(s, &v, 1, 0);
+		if (w < 0) {
+			sk_put(s);
+			return done ? (ssize_t)done : -1;
+		}
+		if (off)
+			*off += w;
+		else if (w < n)
+			lseek(in, w - n, SEEK_CUR);
+		done += (size_t)w;
+		if (w < n)
+			break;
+	}
+	sk_put(s);
+	return (ssize_t)done;
+}
+
+/* ---- fd management ---------------------------------------------------------------- */
+
+XSK_EXPORT int close(int fd)
+{
+	if (lookup(fd) || ((unsigned)fd < (unsigned)tab_n && atomic_load(&tab[fd].ep)))
+		detach_fd(fd);
+	return REAL(close)(fd);
+}
+
+static void dup_note(int oldfd, int newfd)
+{
+	struct xsk *s;
+
+	if (newfd < 0 || oldfd == newfd)
+		return;
+	if ((unsigned)newfd < (unsigned)tab_n &&
+	    (atomic_load(&tab[newfd].s) || atomic_load(&tab[newfd].ep)))
+		detach_fd(newfd); /* closed by dup2/dup3 */
+	s = lookup(oldfd) ? sk_get(oldfd) : NULL;
+	if (!s)
+		return;
+	if ((unsigned)newfd < (unsigned)tab_n)
+		attach_fd(newfd, s);
+	sk_put(s);
+}
+
+XSK_EXPORT int dup(int fd)
+{
+	int nfd = REAL(dup)(fd);
+
+	if (nfd >= 0 && lookup(fd))
+		dup_note(fd, nfd);
+	return nfd;
+}
+
+XSK_EXPORT int dup2(int fd, int nfd)
+{
+	int rc = REAL(dup2)(fd, nfd);
+
+	if (rc >= 0)
+		dup_note(fd, rc);
+	return rc;
+}
+
+XSK_EXPORT int dup3(int fd, int nfd, int flags)
+{
+	int rc = REAL(dup3)(fd, nfd, flags);
+
+	if (rc >= 0)
+		dup_note(fd, rc);
+	return rc;
+}
+
+XSK_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	struct xsk *s;
+	int rc;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!lookup(fd))
+		return REAL(fcntl)(fd, cmd, arg);
+	rc = REAL(fcntl)(fd, cmd, arg);
+	if (rc < 0)
+		return rc;
+	switch (cmd) {
+	case F_SETFL:
+		s = sk_get(fd);
+		if (s) {
+			s->nonblock = ((long)(uintptr_t)arg & O_NONBLOCK) != 0;
+			sk_put(s);
+		}
+		break;
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		dup_note(fd, rc);
+		break;
+	default:
+		break;
+	}
+	return rc;
+}
+
+XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	struct xsk *s;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	s = data_sock(fd);
+	if (!s)
+		return REAL(ioctl)(fd, req, arg);
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (req == FIONREAD) {
+		xsk_progress(s);
+		int v = s->state == XSK_CONNECTED && !s->shut_rd ? (int)s->rbytes : 0;
+		if (arg)
+			memcpy(arg, &v, sizeof(v));
+		else
+			rc = (int)fail(EFAULT);
+	} else if (req == FIONBIO) {
+		int v = 0;
+		if (arg)
+			memcpy(&v, arg, sizeof(v));
+		s->nonblock = v != 0;
+		rc = xsk_real.ioctl(fd, req, arg);
+	} else {
+		rc = (int)fail(ENOTTY);
+	}
+	pthread_mutex_unlock(&s->mu);
+	sk_put(s);
+	return rc;
+}
+
+/* ---- poll / select ------------------------------------------------------------------ */
+
+static short sk_poll_one(struct xsk *s, short events)
+{
+	short r;
+
+	pthread_mutex_lock(&s->mu);
+	xsk_progress(s);
+	r = xsk_revents(s);
+	pthread_mutex_unlock(&s->mu);
+	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
+}
+
+static int remaining(int64_t deadline)
+{
+	if (deadline < 0)
+		return -1;
+	int64_t left = deadline - now_ms();
+	return left > 0 ? (int)left : 0;
+}
+
+/* poll(2) over a set that contains IWARP sockets: their readiness is
+ * computed here, the rest (and the IWARP sockets' event channels) go to
+ * the kernel. */
+static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+{
+	struct xsk **socks = calloc(n ? n : 1, sizeof(*socks));
+	struct pollfd *w = calloc(n * 4 + 1, sizeof(*w));
+	bool *writer = calloc(n ? n : 1, sizeof(*writer));
+	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	int ret = 0;
+
+	if (!socks || !w || !writer) {
+		free(socks);
+		free(w);
+		free(writer);
+		return (int)fail(ENOMEM);
+	}
+	for (nfds_t i = 0; i < n; i++)
+		socks[i] = data_sock(fds[i].fd);
+	for (;;) {
+		int ready = 0;
+		nfds_t nw = 0;
+
+		for (nfds_t i = 0; i < n; i++) {
+			if (!socks[i])
+				continue;
+			fds[i].revents = sk_poll_one(socks[i], fds[i].events);
+			if (fds[i].revents)
+				ready++;
+		}
+		for (nfds_t i = 0; i < n; i++)
+			if (!socks[i])
+				w[nw++] = fds[i];
+		for (nfds_t i = 0; i < n; i++) {
+			if (socks[i] && !ready) {
+				/* channels, the ready fd for readers, the wake fd
+				 * (registered as a waiting writer) for writers */
+				int cf[3];
+				struct xsk *sk = socks[i];
+				pthread_mutex_lock(&sk->mu);
+				int k = xsk_wait_fds(sk, cf, false);
+				if (!(fds[i].events & POLLIN))
+					k--; /* the ready fd is the last one */
+				if ((fds[i].events & POLLOUT) && sk->wake_fd >= 0) {
+					cf[k++] = sk->wake_fd;
+					sk->writers_waiting++;
+					writer[i] = true;
+				}
+				pthread_mutex_unlock(&sk->mu);
+				for (int j = 0; j < k; j++)
+					w[nw++] = (struct pollfd){ .fd = cf[j], .events = POLLIN };
+			}
+		}
+		int t = ready ? 0 : remaining(deadline);
+		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000 };
+		int k = xsk_real.ppoll(w, nw, t < 0 ? NULL : &ts, mask);
+		int e = errno;
+		for (nfds_t i = 0; i < n; i++) {
+			if (writer[i]) {
+				uint64_t v;
+				pthread_mutex_lock(&socks[i]->mu);
+				socks[i]->writers_waiting--;
+				if (xsk_real.read(socks[i]->wake_fd, &v, sizeof(v)) < 0)
+					v = 0;
+				pthread_mutex_unlock(&socks[i]->mu);
+				writer[i] = false;
+			}
+		}
+		errno = e;
+		if (k < 0) {
+			ret = ready ? ready : -1;
+			break;
+		}
+		nfds_t j = 0;
+		int other = 0;
+		for (nfds_t i = 0; i < n; i++) {
+			if (!socks[i]) {
+				fds[i].revents = w[j++].revents;
+				if (fds[i].revents)
+					other++;
+			}
+		}
+		if (ready + other > 0 || t == 0) {
+			ret = ready + other;
+			break;
+		}
+		/* an IWARP socket's channel fired: recompute */
+	}
+	for (nfds_t i = 0; i < n; i++)
+		if (socks[i])
+			sk_put(socks[i]);
+	free(socks);
+	free(w);
+	free(writer);
+	return ret;
+}
+
+static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++) {
+		struct xsk *s = lookup(fds[i].fd);
+		if (s && s->state != XSK_FRESH)
+			return true;
+	}
+	return false;
+}
+
+/* glibc declares poll's fds write-only (access attribute), which makes gcc
+ * believe our read of the caller's array reads uninitialised memory. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+XSK_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (!any_iwarp_pollfd(fds, n))
+		return REAL(poll)(fds, n, timeout);
+	return poll_emul(fds, n, timeout, NULL);
+}
+
+static int ts_ms(const struct timespec *ts)
+{
+	if (!ts)
+		return -1;
+	int64_t ms = (int64_t)ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+XSK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	if (!any_iwarp_pollfd(fds, n))
+		return REAL(ppoll)(fds, n, ts, mask);
+	return poll_emul(fds, n, ts_ms(ts), mask);
+}
+#pragma GCC diagnostic pop
+
+XSK_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+XSK_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort();
+	return poll(fds, n, timeout);
+}
+
+static bool any_iwarp_fdset(int nfds, fd_set *r, fd_set *w, fd_set *e)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		struct xsk *s = lookup(fd);
+		if (s && s->state != XSK_FRESH &&
+		    ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
+			return true;
+	}
+	return false;
+}
+
+static int select_emul(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
+		       const sigset_t *mask)
+{
+	struct pollfd *p = calloc((size_t)(nfds > 0 ? nfds : 1), sizeof(*p));
+	nfds_t n = 0;
+	int rc, count = 0;
+
+	if (!p)
+		return (int)fail(ENOMEM);
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		short ev = 0;
+		if (r && FD_ISSET(fd, r))
+			ev |= POLLIN;
+		if (w && FD_ISSET(fd, w))
+			ev |= POLLOUT;
+		if (e && FD_ISSET(fd, e))
+			ev |= POLLPRI;
+		if (ev)
+			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
+	}
+	rc = poll_emul(p, n, timeout, mask);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	if (r)
+		FD_ZERO(r);
+	if (w)
+		FD_ZERO(w);
+	if (e)
+		FD_ZERO(e);
+	for (nfds_t i = 0; i < n; i++) {
+		short re = p[i].revents;
+		if (re & POLLNVAL) {
+			free(p);
+			return (int)fail(EBADF);
+		}
+		if (r && (p[i].events & POLLIN) && (re & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(p[i].fd, r);
+			count++;
+		}
+		if (w && (p[i].events & POLLOUT) && (re & (POLLOUT | POLLERR))) {
+			FD_SET(p[i].fd, w);
+			count++;
+		}
+		if (e && (p[i].events & POLLPRI) && (re & POLLPRI)) {
+			FD_SET(p[i].fd, e);
+			count++;
+		}
+	}
+	free(p);
+	return count;
+}
+
+XSK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	if (!any_iwarp_fdset(nfds, r, w, e))
+		return REAL(select)(nfds, r, w, e, tv);
+	int t = -1;
+	if (tv) {
+		int64_t ms = (int64_t)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+		t = ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+	}
+	return select_emul(nfds, r, w, e, t, NULL);
+}
+
+XSK_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		       const sigset_t *mask)
+{
+	if (!any_iwarp_fdset(nfds, r, w, e))
+		return REAL(pselect)(nfds, r, w, e, ts, mask);
+	return select_emul(nfds, r, w, e, ts_ms(ts), mask);
+}
+
+/* ---- epoll ---------------------------------------------------------------------------- */
+
+static void unlink_regs_locked(struct xsk *s)
+{
+	struct xsk_epreg *r = s->regs;
+
+	while (r) {
+		struct xsk_epreg *next = r->next_of_sock;
+		struct epset *ep = (unsigned)r->epfd < (unsigned)tab_n ? atomic_load(&tab[r->epfd].ep) : NULL;
+		if (ep) {
+			struct xsk_epreg **pp = &ep->regs;
+			while (*pp && *pp != r)
+				pp = &(*pp)->next_in_set;
+			if (*pp)
+				*pp = r->next_in_set;
+		}
+		free(r);
+		r = next;
+	}
+	s->regs = NULL;
+}
+
+static struct xsk_epreg *reg_find_locked(struct epset *ep, int fd)
+{
+	for (struct xsk_epreg *r = ep ? ep->regs : NULL; r; r = r->next_in_set)
+		if (r->fd == fd)
+			return r;
+	return NULL;
+}
+
+XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
+	struct epoll_event kev;
+	struct xsk_epreg *r;
+	struct epset *ep;
+	int rc;
+
+	if (!s)
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	if ((unsigned)epfd >= (unsigned)tab_n || ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !ev)) {
+		sk_put(s);
+		return (int)fail(EINVAL);
+	}
+	bool fresh = s->state == XSK_FRESH;
+	if (ev) {
+		kev = *ev;
+		if (!fresh)
+			kev.events = EPOLLIN; /* the inner epoll fd: progress or readable */
+	}
+	rc = REAL(epoll_ctl)(epfd, op, fd, ev ? &kev : NULL);
+	if (rc < 0) {
+		sk_put(s);
+		return rc;
+	}
+	pthread_mutex_lock(&tab_mu);
+	ep = atomic_load(&tab[epfd].ep);
+	r = reg_find_locked(ep, fd);
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		if (!ep) {
+			ep = calloc(1, sizeof(*ep));
+			if (!ep)
+				break;
+			atomic_store(&tab[epfd].ep, ep);
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			break;
+		r->epfd = epfd;
+		r->fd = fd;
+		r->s = s;
+		r->events = ev->events;
+		r->data = ev->data;
+		r->next_in_set = ep->regs;
+		ep->regs = r;
+		r->next_of_sock = s->regs;
+		s->regs = r;
+		break;
+	case EPOLL_CTL_MOD:
+		if (r) {
+			r->events = ev->events;
+			r->data = ev->data;
+			r->disabled = false;
+		}
+		break;
+	case EPOLL_CTL_DEL:
+		if (r) {
+			struct xsk_epreg **pp = &ep->regs;
+			while (*pp != r)
+				pp = &(*pp)->next_in_set;
+			*pp = r->next_in_set;
+			pp = &s->regs;
+			while (*pp && *pp != r)
+				pp = &(*pp)->next_of_sock;
+			if (*pp)
+				*pp = r->next_of_sock;
+			free(r);
+		}
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&tab_mu);
+	sk_put(s);
+	return rc;
+}
+
+struct ep_snap {
+	struct xsk *s;
+	int fd;
+	uint32_t events;
+	epoll_data_t data;
+};
+
+static uint32_t to_epoll(short rev)
+{
+	uint32_t e = 0;
+
+	if (rev & POLLIN)
+		e |= EPOLLIN | EPOLLRDNORM;
+	if (rev & POLLOUT)
+		e |= EPOLLOUT | EPOLLWRNORM;
+	if (rev & POLLERR)
+		e |= EPOLLERR;
+	if (rev & POLLHUP)
+		e |= EPOLLHUP;
+	if (rev & POLLRDHUP)
+		e |= EPOLLRDHUP;
+	return e;
+}
+
+static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
+			const sigset_t *mask)
+{
+	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	struct ep_snap *snap = NULL;
+	int nsnap = 0, ret;
+
+	if (max <= 0)
+		return (int)fail(EINVAL);
+	pthread_mutex_lock(&tab_mu);
+	struct epset *ep = atomic_load(&tab[epfd].ep);
+	for (struct xsk_epreg *r = ep ? ep->regs : NULL; r; r = r->next_in_set)
+		nsnap++;
+	snap = calloc((size_t)(nsnap ? nsnap : 1), sizeof(*snap));
+	nsnap = 0;
+	for (struct xsk_epreg *r = ep ? ep->regs : NULL; snap && r; r = r->next_in_set) {
+		if (r->disabled)
+			continue;
+		r->s->refs++;
+		snap[nsnap++] = (struct ep_snap){ r->s, r->fd, r->events, r->data };
+	}
+	pthread_mutex_unlock(&tab_mu);
+	if (!snap)
+		return (int)fail(ENOMEM);
+	for (;;) {
+		int n = 0;
+
+		for (int i = 0; i < nsnap && n < max; i++) {
+			if (snap[i].s->state == XSK_FRESH)
+				continue;
+			uint32_t want = snap[i].events | EPOLLERR | EPOLLHUP;
+			uint32_t got = to_epoll(sk_poll_one(snap[i].s, (short)0x7fff)) & want;
+			if (!got)
+				continue;
+			evs[n].events = got;
+			evs[n].data = snap[i].data;
+			n++;
+			if (snap[i].events & EPOLLONESHOT) {
+				pthread_mutex_lock(&tab_mu);
+				struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), snap[i].fd);
+				if (r)
+					r->disabled = true;
+				pthread_mutex_unlock(&tab_mu);
+				snap[i].events = 0;
+			}
+		}
+		int t = n ? 0 : remaining(deadline);
+		int k = n < max ? xsk_real.epoll_pwait(epfd, evs + n, max - n, t, mask) : 0;
+		if (k < 0) {
+			ret = n ? n : -1;
+			break;
+		}
+		/* the kernel's reports for IWARP sockets only mean "look again" */
+		int j = n;
+		for (int i = n; i < n + k; i++) {
+			bool ours = false;
+			for (int q = 0; q < nsnap; q++)
+				if (snap[q].s->state != XSK_FRESH && snap[q].data.u64 == evs[i].data.u64)
+					ours = true;
+			if (!ours)
+				evs[j++] = evs[i];
+		}
+		n = j;
+		if (n > 0 || t == 0) {
+			ret = n;
+			break;
+		}
+	}
+	int e = errno;
+	pthread_mutex_lock(&tab_mu);
+	for (int i = 0; i < nsnap; i++) {
+		struct xsk *s = snap[i].s;
+		if (--s->refs == 0) {
+			unlink_regs_locked(s);
+			pthread_mutex_unlock(&tab_mu);
+			xsk_free(s);
+			pthread_mutex_lock(&tab_mu);
+		}
+	}
+	pthread_mutex_unlock(&tab_mu);
+	free(snap);
+	errno = e;
+	return ret;
+}
+
+static bool ep_has_iwarp(int epfd)
+{
+	return (unsigned)epfd < (unsigned)tab_n && atomic_load_explicit(&tab[epfd].ep, memory_order_acquire);
+}
+
+XSK_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+{
+	if (!ep_has_iwarp(epfd))
+		return REAL(epoll_wait)(epfd, evs, max, timeout);
+	return ep_wait_emul(epfd, evs, max, timeout, NULL);
+}
+
+XSK_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
+			   const sigset_t *mask)
+{
+	if (!ep_has_iwarp(epfd))
+		return REAL(epoll_pwait)(epfd, evs, max, timeout, mask);
+	return ep_wait_emul(epfd, evs, max, timeout, mask);
+}
+
+/* ---- _FORTIFY_SOURCE variants -------------------------------------------------------- */
+
+XSK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+XSK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		abort();
+	return read(fd, buf, n);
+}
+
+XSK_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+XSK_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (n > buflen)
+		abort();
+	return recv(fd, buf, n, flags);
+}
+
+XSK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				  struct sockaddr *addr, socklen_t *alen);
+XSK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				  struct sockaddr *addr, socklen_t *alen)
+{
+	if (n > buflen)
+		abort();
+	return recvfrom(fd, buf, n, flags, addr, alen);
+}
+
+/* ---- stdio ------------------------------------------------------------------------------ */
+
+/* glibc's stdio writes through its internal write, which no interposer
+ * sees: a FILE on an IWARP socket is a cookie stream over our calls. */
+static ssize_t ck_read(void *c, char *buf, size_t n)
+{
+	return read((int)(intptr_t)c, buf, n);
+}
+
+static ssize_t ck_write(void *c, const char *buf, size_t n)
+{
+	ssize_t w = write((int)(intptr_t)c, buf, n);
+	return w < 0 ? 0 : w; /* fopencookie: 0 = error */
+}
+
+static int ck_close(void *c)
+{
+	return close((int)(intptr_t)c);
+}
+
+XSK_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	static FILE *(*real_fdopen)(int, const char *);
+	struct xsk *s = data_sock(fd);
+
+	if (!s) {
+		if (!real_fdopen)
+			*(void **)&real_fdopen = dlsym(RTLD_NEXT, "fdopen");
+		return real_fdopen(fd, mode);
+	}
+	sk_put(s);
+	cookie_io_functions_t io = { .read = ck_read, .write = ck_write, .close = ck_close };
+	return fopencookie((void *)(intptr_t)fd, mode, io);
+}

@@ -1,0 +1,289 @@
+/* Private to libxsock: the real libc entry points, the stack's entry
+ * points (resolved in libiwarp itself), the IWARP socket object and the
+ * calls between xsk_intercept.c (the interposed POSIX calls, the fd table,
+ * poll/select/epoll) and xsk_proto.c (the rsockets protocol over the
+ * stack's rdma_* and ibv_* API).
+ *
+ * Internal calls return 0 / -errno; only the interposed calls set errno. */
+#ifndef XSK_PRIV_H
+#define XSK_PRIV_H
+
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define XSK_EXPORT __attribute__((visibility("default")))
+
+/* ---- real calls (xsk_real.c) ------------------------------------------------ */
+
+struct xsk_libc {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*close)(int);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	int (*shutdown)(int, int);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	pid_t (*fork)(void);
+};
+extern struct xsk_libc xsk_real;
+
+/* The stack (libiwarp), looked up in libiwarp itself so that a real
+ * librdmacm/libibverbs loaded by the program never answers. */
+struct xsk_stack {
+	struct rdma_event_channel *(*create_event_channel)(void);
+	void (*destroy_event_channel)(struct rdma_event_channel *);
+	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **, void *,
+			 enum rdma_port_space);
+	int (*destroy_id)(struct rdma_cm_id *);
+	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *);
+	int (*resolve_addr)(struct rdma_cm_id *, struct sockaddr *, struct sockaddr *, int);
+	int (*resolve_route)(struct rdma_cm_id *, int);
+	int (*create_qp)(struct rdma_cm_id *, struct ibv_pd *, struct ibv_qp_init_attr *);
+	void (*destroy_qp)(struct rdma_cm_id *);
+	int (*connect)(struct rdma_cm_id *, struct rdma_conn_param *);
+	int (*listen)(struct rdma_cm_id *, int);
+	int (*accept)(struct rdma_cm_id *, struct rdma_conn_param *);
+	int (*reject)(struct rdma_cm_id *, const void *, uint8_t);
+	int (*disconnect)(struct rdma_cm_id *);
+	int (*get_cm_event)(struct rdma_event_channel *, struct rdma_cm_event **);
+	int (*ack_cm_event)(struct rdma_cm_event *);
+	int (*migrate_id)(struct rdma_cm_id *, struct rdma_event_channel *);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
+	int (*dealloc_pd)(struct ibv_pd *);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
+	int (*dereg_mr)(struct ibv_mr *);
+	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *);
+	int (*destroy_comp_channel)(struct ibv_comp_channel *);
+	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *,
+				    int);
+	int (*destroy_cq)(struct ibv_cq *);
+	int (*get_cq_event)(struct ibv_comp_channel *, struct ibv_cq **, void **);
+	void (*ack_cq_events)(struct ibv_cq *, unsigned int);
+	const void *base; /* load address of libiwarp (to recognise its own sockets) */
+};
+
+/* Resolve libc's entry points once (idempotent, thread-safe). */
+void xsk_real_init(void);
+/* The stack, loaded on first use; NULL (errno set) if libiwarp is missing. */
+const struct xsk_stack *xsk_stack(void);
+/* True if the code at ret (a return address) belongs to libiwarp: its own
+ * TCP sockets are never IWARP sockets. */
+bool xsk_from_stack(const void *ret);
+
+/* ---- the rsockets wire format (rdma-core librdmacm/docs/rsocket) ----------- */
+
+#define RS_VERSION 1
+#define RS_CONN_FLAG_NET 0x01 /* sender is big-endian (messages/SGEs in its order) */
+#define RS_CONN_DATA_LEN 40
+#define RS_SGE_LEN 16 /* struct rs_sge {u64 addr; u32 key; u32 length;} host order */
+#define RS_SGL_SIZE 2
+
+#define RS_OP_DATA 0u
+#define RS_OP_WRITE 2u
+#define RS_OP_SGL 4u
+#define RS_OP_IOMAP_SGL 6u
+#define RS_OP_CTRL 7u
+#define RS_MSG(op, data) (((uint32_t)(op) << 29) | ((uint32_t)(data)&0x1fffffffu))
+#define RS_MSG_OP(m) ((m) >> 29)
+#define RS_MSG_DATA(m) ((m)&0x1fffffffu)
+#define RS_CTRL_DISCONNECT 0u
+#define RS_CTRL_KEEPALIVE 1u
+#define RS_CTRL_SHUTDOWN 2u
+#define RS_MAX_TRANSFER 65536u
+
+struct rs_sge_h {
+	uint64_t addr;
+	uint32_t key;
+	uint32_t length;
+};
+_Static_assert(sizeof(struct rs_sge_h) == RS_SGE_LEN, "rs_sge is 16 octets");
+
+struct rs_conn {
+	uint8_t version;
+	uint8_t flags;
+	uint16_t credits;
+	uint8_t target_iomap_size;
+	struct rs_sge_h target_sgl; /* addr/key of the SGL, length = entries */
+	struct rs_sge_h data_buf;
+};
+
+/* Big-endian encode/decode of the 40-octet connection data. */
+void rs_conn_encode(const struct rs_conn *c, uint8_t out[RS_CONN_DATA_LEN]);
+int rs_conn_decode(const uint8_t *in, size_t len, struct rs_conn *c);
+
+/* ---- the IWARP socket ------------------------------------------------------- */
+
+enum xsk_state {
+	XSK_FRESH, /* IWARP_MODE set; the fd is still the original TCP socket */
+	XSK_CONNECTING,
+	XSK_CONNECTED,
+	XSK_LISTENING,
+	XSK_CLOSED, /* connect failed or connection over (err says why) */
+};
+
+struct xsk_opt {
+	int level, name, val;
+};
+#define XSK_MAX_OPTS 16
+
+struct xsk_rmsg {
+	uint32_t len; /* bytes of this Data Transfer message not yet read */
+};
+
+struct xsk {
+	pthread_mutex_t mu;
+	int refs; /* fd numbers naming it + calls in progress (xsk_tab_mu) */
+	int nfds; /* fd numbers naming it */
+	enum xsk_state state;
+	bool nonblock;
+	bool cloexec;
+	int family;
+	int err; /* pending SO_ERROR (positive errno) */
+	int backlog;
+	int epfd; /* the inner epoll fd: the number the application holds */
+	bool epfd_app; /* the application holds epfd (its close closes it) */
+	int ready_fd; /* eventfd in epfd: readable while the socket is readable */
+	bool ready_set;
+	int wake_fd; /* eventfd (not in epfd): a blocked writer's wake-up */
+	int writers_waiting;
+
+	struct sockaddr_storage local, peer;
+	bool have_local;
+	struct xsk_opt opts[XSK_MAX_OPTS];
+	int nopts;
+
+	/* CM */
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct xsk *lst_next; /* accept queue link */
+	struct xsk *acceptq, *acceptq_tail; /* listener: established children */
+	int acceptq_len;
+
+	/* verbs */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	bool cq_armed;
+	struct ibv_mr *rmr; /* rbuf + target SGL + message buffers */
+	struct ibv_mr *smr;
+	uint8_t *mem; /* one allocation: rbuf | target_sgl | rmsgbuf */
+	size_t mem_len;
+	uint8_t *sbuf;
+
+	/* receive side */
+	uint8_t *rbuf;
+	uint32_t rbuf_size;
+	uint32_t rbuf_offset; /* next byte to read */
+	uint32_t rbuf_free_offset; /* start of the next half to advertise */
+	uint32_t rbuf_bytes_avail; /* consumed, not yet advertised */
+	size_t rbytes; /* readable bytes */
+	struct xsk_rmsg *rmsg;
+	unsigned rmsg_cap, rmsg_head, rmsg_count;
+	uint32_t *rmsgbuf; /* posted receive buffers, one 32-bit message each */
+	unsigned nrecv;
+	uint16_t rq_size; /* credits we grant */
+	uint16_t rseq_no, rseq_comp;
+	struct rs_sge_h remote_sgl; /* the peer's target SGL */
+	unsigned remote_sge;
+	bool swap; /* the peer's byte order differs */
+
+	/* send side */
+	volatile struct rs_sge_h *target_sgl; /* written by the peer */
+	struct rs_sge_h tsgl[RS_SGL_SIZE]; /* our copy of the entries in use */
+	unsigned target_sge;
+	bool tsge_wait; /* current entry exhausted: wait for an SGL update */
+	uint16_t sseq_no, sseq_comp;
+	uint32_t sbuf_size, sbuf_head, sbuf_tail, sbuf_used;
+
+	/* stream state */
+	bool shut_rd, shut_wr; /* local shutdown */
+	bool peer_shut_wr; /* SHUTDOWN received: EOF after the data */
+	bool peer_gone; /* DISCONNECT received or the connection ended */
+	bool disc_sent;
+	bool in_accept_queue;
+
+	/* listeners: the service thread answers connection requests */
+	struct xsk *svc_next;
+	bool in_svc;
+
+	/* epoll registrations naming this socket (xsk_tab_mu) */
+	struct xsk_epreg *regs;
+};
+
+/* One registration of an IWARP fd in an application epoll set. */
+struct xsk_epreg {
+	struct xsk_epreg *next_in_set; /* list per epoll fd */
+	struct xsk_epreg *next_of_sock; /* list per socket */
+	int epfd, fd;
+	struct xsk *s;
+	uint32_t events; /* the application's interest */
+	epoll_data_t data;
+	bool disabled; /* EPOLLONESHOT fired */
+};
+
+/* ---- protocol (xsk_proto.c); s->mu held unless noted --------------------- */
+
+struct xsk *xsk_new(int family);
+void xsk_free(struct xsk *s); /* closes everything; s->mu not held */
+/* Make the inner epoll fd + ready eventfd (called before the fd number is
+ * taken over). */
+int xsk_make_fds(struct xsk *s);
+int xsk_connect_start(struct xsk *s, const struct sockaddr *dst, socklen_t len);
+int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
+/* Make progress without blocking (CM events, completions, credits) and
+ * update the ready eventfd. */
+void xsk_progress(struct xsk *s);
+/* poll(2) bits the socket has now (after xsk_progress). */
+short xsk_revents(struct xsk *s);
+/* The fds to wait on for progress (at most 3): the channels, plus the
+ * ready eventfd for a reader or the wake eventfd for a writer (another
+ * thread may make the progress a waiter needs). */
+int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
+ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
+ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
+struct xsk *xsk_accept_pop(struct xsk *s); /* listener: an established child */
+int xsk_shutdown_locked(struct xsk *s, int how);
+void xsk_set_ready(struct xsk *s);
+/* Hand a listener to the service thread, which accepts connection
+ * requests while the application is not in accept() (the kernel's backlog
+ * does that for TCP).  s->mu not held. */
+int xsk_svc_add(struct xsk *s);
+
+#endif

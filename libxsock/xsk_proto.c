@@ -1,0 +1,1110 @@
+/* The rsockets protocol (rdma-core librdmacm/docs/rsocket, iWARP variant)
+ * over the stack's rdma_* and ibv_* calls.
+ *
+ * Connection data (40 octets, big-endian) travels as MPA private data after
+ * the RFC 6581 header.  Each message is an RDMA Write into the peer's
+ * advertised buffer (or target SGL entry), if it carries bytes, followed by
+ * a 4-octet Send holding the 32-bit rsockets message (type in bits 31:29),
+ * because iWARP has no RDMA Write with immediate data.  A Send consumes one
+ * posted receive at the peer; credits count those receives and are granted
+ * as an absolute 16-bit sequence number in an SGL (credit update) message.
+ *
+ * The receive ring is split in two halves: the connection data advertises
+ * the first, a credit update right after establishment the second; a half
+ * is advertised again (RDMA Write of an rs_sge into the peer's target SGL,
+ * entries used alternately) once the application has read all of it.  A
+ * sender fills a target SGE completely before it uses the next, so the
+ * data of consecutive Data Transfer messages lies contiguously in the ring.
+ *
+ * Progress is driven by the application's own calls (read, write, poll,
+ * epoll_wait ...): xsk_progress drains the CM channel and the completion
+ * channel without blocking.  The inner epoll fd (the number the
+ * application holds) contains both channels and the ready eventfd, which
+ * is kept readable while the socket is readable, so a kernel-level wait on
+ * the application's fd wakes for new events and for buffered data. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_priv.h"
+#include "util/xs_be.h"
+
+#define XSK_RQ 384 /* credits we grant (rsockets' default queue size) */
+#define XSK_RECV_EXTRA 32 /* receives posted beyond the credits (control messages) */
+#define XSK_SQ 1024
+#define XSK_SBUF (256u * 1024)
+#define XSK_RBUF_DEFAULT (512u * 1024)
+#define XSK_RBUF_MIN (8u * 1024)
+#define XSK_RBUF_MAX (64u * 1024 * 1024)
+
+#define WR_RECV (1ull << 63)
+#define WR_DATA (1ull << 62)
+
+/* ---- connection data ---------------------------------------------------------- */
+
+static void put_sge(uint8_t *p, const struct rs_sge_h *s)
+{
+	xs_put_be64(p, s->addr);
+	xs_put_be32(p + 8, s->key);
+	xs_put_be32(p + 12, s->length);
+}
+
+static void get_sge(const uint8_t *p, struct rs_sge_h *s)
+{
+	s->addr = xs_get_be64(p);
+	s->key = xs_get_be32(p + 8);
+	s->length = xs_get_be32(p + 12);
+}
+
+void rs_conn_encode(const struct rs_conn *c, uint8_t out[RS_CONN_DATA_LEN])
+{
+	memset(out, 0, RS_CONN_DATA_LEN);
+	out[0] = c->version;
+	out[1] = c->flags;
+	xs_put_be16(out + 2, c->credits);
+	out[7] = c->target_iomap_size;
+	put_sge(out + 8, &c->target_sgl);
+	put_sge(out + 24, &c->data_buf);
+}
+
+int rs_conn_decode(const uint8_t *in, size_t len, struct rs_conn *c)
+{
+	if (!in || len < RS_CONN_DATA_LEN)
+		return -EPROTO;
+	c->version = in[0];
+	c->flags = in[1];
+	c->credits = xs_get_be16(in + 2);
+	c->target_iomap_size = in[7];
+	get_sge(in + 8, &c->target_sgl);
+	get_sge(in + 24, &c->data_buf);
+	if (c->version != RS_VERSION || !c->credits || !c->target_sgl.length ||
+	    !c->data_buf.length)
+		return -EPROTO;
+	return 0;
+}
+
+static bool host_is_be(void)
+{
+	return __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
+}
+
+/* ---- objects ------------------------------------------------------------------ */
+
+struct xsk *xsk_new(int family)
+{
+	struct xsk *s = calloc(1, sizeof(*s));
+	const char *env = getenv("XSOCK_IWARP_RBUF");
+
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	s->family = family;
+	s->epfd = -1;
+	s->ready_fd = -1;
+	s->wake_fd = -1;
+	s->rbuf_size = XSK_RBUF_DEFAULT;
+	if (env && *env) {
+		unsigned long v = strtoul(env, NULL, 0);
+		if (v >= XSK_RBUF_MIN && v <= XSK_RBUF_MAX)
+			s->rbuf_size = (uint32_t)v & ~1u;
+	}
+	s->sbuf_size = XSK_SBUF;
+	s->rq_size = XSK_RQ;
+	return s;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = xsk_real.fcntl(fd, F_GETFL);
+
+	if (fl < 0 || xsk_real.fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int ep_add(struct xsk *s, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (xsk_real.epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+int xsk_make_fds(struct xsk *s)
+{
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	s->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->ready_fd < 0)
+		return -errno;
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->wake_fd < 0)
+		return -errno;
+	return ep_add(s, s->ready_fd);
+}
+
+static int make_channel(struct xsk *s, const struct xsk_stack *st)
+{
+	int rc;
+
+	s->ch = st->create_event_channel();
+	if (!s->ch)
+		return -(errno ? errno : ENOMEM);
+	rc = set_nonblock(s->ch->fd);
+	if (!rc)
+		rc = ep_add(s, s->ch->fd);
+	return rc;
+}
+
+void xsk_set_ready(struct xsk *s)
+{
+	bool want = (xsk_revents(s) & (POLLIN | POLLERR | POLLHUP)) != 0;
+	uint64_t v = 1;
+
+	if (want == s->ready_set || s->ready_fd < 0)
+		return;
+	if (want) {
+		if (xsk_real.write(s->ready_fd, &v, sizeof(v)) == sizeof(v))
+			s->ready_set = true;
+	} else {
+		if (xsk_real.read(s->ready_fd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+			s->ready_set = false;
+	}
+}
+
+/* ---- posting ------------------------------------------------------------------ */
+
+static int post_recv(struct xsk *s, unsigned i)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)&s->rmsgbuf[i], .length = 4,
+			       .lkey = s->rmr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = WR_RECV | i, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return -ibv_post_recv(s->id->qp, &wr, &bad);
+}
+
+static uint32_t swap32(uint32_t v)
+{
+	return __builtin_bswap32(v);
+}
+
+/* A 4-octet Send carrying msg, in the peer's byte order. */
+static int post_msg(struct xsk *s, uint32_t msg)
+{
+	uint32_t m = s->swap ? swap32(msg) : msg;
+	struct ibv_sge sge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_INLINE };
+	struct ibv_send_wr *bad;
+
+	return -ibv_post_send(s->id->qp, &wr, &bad);
+}
+
+static int post_write(struct xsk *s, uint64_t wr_id, struct ibv_sge *sge, bool inl,
+		      uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = IBV_WR_RDMA_WRITE,
+				  .sg_list = sge, .num_sge = 1 };
+	struct ibv_send_wr *bad;
+
+	wr.send_flags = inl ? IBV_SEND_INLINE : IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return -ibv_post_send(s->id->qp, &wr, &bad);
+}
+
+/* ---- resources ----------------------------------------------------------------- */
+
+static int setup_qp(struct xsk *s, const struct xsk_stack *st)
+{
+	struct ibv_context *ctx = s->id->verbs;
+	uint32_t sgl_off, msg_off;
+	int rc;
+
+	if (!ctx)
+		return -ENODEV;
+	s->pd = st->alloc_pd(ctx);
+	if (!s->pd)
+		return -(errno ? errno : ENOMEM);
+	s->cch = st->create_comp_channel(ctx);
+	if (!s->cch)
+		return -(errno ? errno : ENOMEM);
+	rc = set_nonblock(s->cch->fd);
+	if (!rc)
+		rc = ep_add(s, s->cch->fd);
+	if (rc)
+		return rc;
+	s->nrecv = s->rq_size + XSK_RECV_EXTRA;
+	s->cq = st->create_cq(ctx, (int)(s->nrecv + XSK_SQ * 2 + 16), s, s->cch, 0);
+	if (!s->cq)
+		return -(errno ? errno : ENOMEM);
+	sgl_off = s->rbuf_size;
+	msg_off = sgl_off + RS_SGL_SIZE * RS_SGE_LEN;
+	s->mem_len = msg_off + s->nrecv * 4u;
+	if (posix_memalign((void **)&s->mem, 4096, s->mem_len))
+		return -ENOMEM;
+	memset(s->mem, 0, s->mem_len);
+	s->rbuf = s->mem;
+	s->target_sgl = (volatile struct rs_sge_h *)(void *)(s->mem + sgl_off);
+	s->rmsgbuf = (uint32_t *)(void *)(s->mem + msg_off);
+	s->rmr = st->reg_mr(s->pd, s->mem, s->mem_len,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!s->rmr)
+		return -(errno ? errno : ENOMEM);
+	s->sbuf = malloc(s->sbuf_size);
+	if (!s->sbuf)
+		return -ENOMEM;
+	s->smr = st->reg_mr(s->pd, s->sbuf, s->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
+	if (!s->smr)
+		return -(errno ? errno : ENOMEM);
+	s->rmsg_cap = s->nrecv + 1;
+	s->rmsg = calloc(s->rmsg_cap, sizeof(*s->rmsg));
+	if (!s->rmsg)
+		return -ENOMEM;
+
+	struct ibv_qp_init_attr qa = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.cap = { .max_send_wr = XSK_SQ, .max_recv_wr = s->nrecv, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+	};
+	if (st->create_qp(s->id, s->pd, &qa))
+		return -(errno ? errno : ENOMEM);
+	for (unsigned i = 0; i < s->nrecv; i++) {
+		rc = post_recv(s, i);
+		if (rc)
+			return rc;
+	}
+	rc = ibv_req_notify_cq(s->cq, 0);
+	if (rc)
+		return -rc;
+	s->cq_armed = true;
+
+	/* receive ring: the first half goes out in the connection data */
+	s->rbuf_offset = 0;
+	s->rbuf_free_offset = s->rbuf_size / 2;
+	s->rbuf_bytes_avail = s->rbuf_size / 2;
+	s->rseq_no = 0;
+	s->rseq_comp = s->rq_size / 2;
+	s->remote_sge = 1; /* entry 0 is the data buffer of our connection data */
+	return 0;
+}
+
+static void local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN])
+{
+	struct rs_conn c = {
+		.version = RS_VERSION,
+		.flags = host_is_be() ? RS_CONN_FLAG_NET : 0,
+		.credits = s->rq_size,
+		.target_sgl = { .addr = (uintptr_t)s->target_sgl, .key = s->rmr->rkey,
+				.length = RS_SGL_SIZE },
+		.data_buf = { .addr = (uintptr_t)s->rbuf, .key = s->rmr->rkey,
+			      .length = s->rbuf_size / 2 },
+	};
+	rs_conn_encode(&c, out);
+}
+
+static void give_credits(struct xsk *s);
+
+/* The peer's connection data: the connection is up. */
+static int established(struct xsk *s, const void *pdata, size_t len)
+{
+	struct rs_conn rc;
+
+	if (rs_conn_decode(pdata, len, &rc) < 0)
+		return -EPROTO;
+	s->swap = ((rc.flags & RS_CONN_FLAG_NET) != 0) != host_is_be();
+	s->remote_sgl = rc.target_sgl;
+	if (s->remote_sgl.length > 64)
+		s->remote_sgl.length = 64;
+	s->sseq_no = 0;
+	s->sseq_comp = rc.credits;
+	s->target_sge = 0;
+	s->tsgl[0] = rc.data_buf;
+	memset(&s->tsgl[1], 0, sizeof(s->tsgl[1]));
+	s->state = XSK_CONNECTED;
+	if (s->id) {
+		memcpy(&s->local, &s->id->route.addr.src_storage, sizeof(s->local));
+		memcpy(&s->peer, &s->id->route.addr.dst_storage, sizeof(s->peer));
+		s->have_local = true;
+	}
+	give_credits(s);
+	return 0;
+}
+
+/* ---- credits and the receive ring ----------------------------------------------- */
+
+static void conn_broken(struct xsk *s)
+{
+	s->peer_gone = true;
+	s->peer_shut_wr = true;
+}
+
+static void give_credits(struct xsk *s)
+{
+	uint32_t half = s->rbuf_size / 2;
+	bool buf, seq;
+
+	if (s->state != XSK_CONNECTED || s->peer_gone || s->disc_sent)
+		return;
+	buf = s->rbuf_bytes_avail >= half;
+	seq = (int16_t)(uint16_t)(s->rseq_no - s->rseq_comp) >= 0;
+	if (!buf && !seq)
+		return;
+	s->rseq_comp = (uint16_t)(s->rseq_no + s->rq_size / 2);
+	if (buf) {
+		struct rs_sge_h sge = { .addr = (uintptr_t)(s->rbuf + s->rbuf_free_offset),
+					.key = s->rmr->rkey, .length = half };
+		if (s->swap) {
+			sge.addr = __builtin_bswap64(sge.addr);
+			sge.key = swap32(sge.key);
+			sge.length = swap32(sge.length);
+		}
+		struct ibv_sge ib = { .addr = (uintptr_t)&sge, .length = sizeof(sge) };
+		if (post_write(s, 0, &ib, true,
+			       s->remote_sgl.addr + (uint64_t)s->remote_sge * RS_SGE_LEN,
+			       s->remote_sgl.key)) {
+			conn_broken(s);
+			return;
+		}
+		s->rbuf_bytes_avail -= half;
+		s->rbuf_free_offset += half;
+		if (s->rbuf_free_offset >= s->rbuf_size)
+			s->rbuf_free_offset = 0;
+		if (++s->remote_sge >= s->remote_sgl.length)
+			s->remote_sge = 0;
+	}
+	if (post_msg(s, RS_MSG(RS_OP_SGL, (uint16_t)(s->rseq_no + s->rq_size))))
+		conn_broken(s);
+}
+
+/* Pick up target SGL entries the peer wrote (an SGL message follows the
+ * Write, so entries we finished are complete when we get here). */
+static void refresh_tsgl(struct xsk *s)
+{
+	for (unsigned i = 0; i < RS_SGL_SIZE; i++) {
+		if (s->tsgl[i].length)
+			continue;
+		struct rs_sge_h e;
+		e.addr = s->target_sgl[i].addr;
+		e.key = s->target_sgl[i].key;
+		e.length = s->target_sgl[i].length;
+		if (e.length) {
+			s->tsgl[i] = e;
+			s->target_sgl[i].length = 0;
+		}
+	}
+}
+
+static void handle_msg(struct xsk *s, uint32_t msg)
+{
+	switch (RS_MSG_OP(msg)) {
+	case RS_OP_DATA: {
+		uint32_t len = RS_MSG_DATA(msg);
+		if (!len)
+			break;
+		if (s->rmsg_count == s->rmsg_cap) { /* cannot happen within credits */
+			conn_broken(s);
+			break;
+		}
+		s->rmsg[(s->rmsg_head + s->rmsg_count) % s->rmsg_cap].len = len;
+		s->rmsg_count++;
+		s->rbytes += len;
+		break;
+	}
+	case RS_OP_SGL:
+		s->sseq_comp = (uint16_t)RS_MSG_DATA(msg);
+		refresh_tsgl(s);
+		break;
+	case RS_OP_CTRL:
+		if (RS_MSG_DATA(msg) == RS_CTRL_DISCONNECT)
+			conn_broken(s);
+		else if (RS_MSG_DATA(msg) == RS_CTRL_SHUTDOWN)
+			s->peer_shut_wr = true;
+		break;
+	default: /* iomap updates, direct writes: not used by this side */
+		break;
+	}
+}
+
+static void poll_cq(struct xsk *s)
+{
+	struct ibv_wc wc[32];
+	int n;
+
+	while (s->cq && (n = ibv_poll_cq(s->cq, 32, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (wc[i].wr_id & WR_RECV) {
+				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
+				if (wc[i].status != IBV_WC_SUCCESS || idx >= s->nrecv) {
+					conn_broken(s);
+					continue;
+				}
+				s->rseq_no++;
+				handle_msg(s, s->rmsgbuf[idx]);
+				if (!s->peer_gone && post_recv(s, idx))
+					conn_broken(s);
+			} else if (wc[i].wr_id & WR_DATA) {
+				uint32_t len = (uint32_t)(wc[i].wr_id & 0xffffffffu);
+				s->sbuf_used -= len;
+				s->sbuf_tail += len;
+				if (s->sbuf_tail >= s->sbuf_size)
+					s->sbuf_tail = 0;
+				if (wc[i].status != IBV_WC_SUCCESS)
+					conn_broken(s);
+			} else if (wc[i].status != IBV_WC_SUCCESS) {
+				conn_broken(s);
+			}
+		}
+	}
+}
+
+static void drain_cq_events(struct xsk *s, const struct xsk_stack *st)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+	unsigned n = 0;
+
+	if (!s->cch)
+		return;
+	while (st->get_cq_event(s->cch, &cq, &ctx) == 0)
+		n++;
+	if (n) {
+		st->ack_cq_events(s->cq, n);
+		s->cq_armed = false;
+	}
+	if (!s->cq_armed && s->cq && ibv_req_notify_cq(s->cq, 0) == 0)
+		s->cq_armed = true;
+}
+
+/* ---- CM events ------------------------------------------------------------------ */
+
+static int status_errno(int status, int dflt)
+{
+	if (status < 0)
+		return -status;
+	if (status > 0)
+		return status;
+	return dflt;
+}
+
+static void fail_connect(struct xsk *s, int err)
+{
+	s->state = XSK_CLOSED;
+	s->err = err;
+}
+
+static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_cm_event *ev);
+
+static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_event *ev)
+{
+	uint8_t cd[RS_CONN_DATA_LEN];
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (s->state == XSK_CONNECTING && st->resolve_route(s->id, 2000))
+			fail_connect(s, errno ? errno : EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+		if (s->state != XSK_CONNECTING)
+			break;
+		int rc = setup_qp(s, st);
+		if (rc) {
+			fail_connect(s, -rc);
+			break;
+		}
+		local_conn(s, cd);
+		struct rdma_conn_param p = { .private_data = cd, .private_data_len = sizeof(cd),
+					     .responder_resources = 1, .initiator_depth = 1,
+					     .retry_count = 7, .rnr_retry_count = 7 };
+		if (st->connect(s->id, &p))
+			fail_connect(s, errno ? errno : ECONNREFUSED);
+		break;
+	}
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (s->state == XSK_CONNECTING &&
+		    established(s, ev->param.conn.private_data, ev->param.conn.private_data_len) < 0) {
+			st->disconnect(s->id);
+			fail_connect(s, ECONNREFUSED);
+		}
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		if (s->state == XSK_CONNECTING)
+			fail_connect(s, status_errno(ev->status, EHOSTUNREACH) == ETIMEDOUT ?
+						ETIMEDOUT : EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (s->state == XSK_CONNECTING)
+			fail_connect(s, ECONNREFUSED);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (s->state == XSK_CONNECTED)
+			conn_broken(s);
+		else if (s->state == XSK_CONNECTING)
+			fail_connect(s, ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		if (s->state == XSK_LISTENING)
+			child_accept(s, st, ev);
+		else
+			st->reject(ev->id, NULL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void drain_cm(struct xsk *s, const struct xsk_stack *st)
+{
+	struct rdma_cm_event *ev;
+
+	while (s->ch && st->get_cm_event(s->ch, &ev) == 0) {
+		cm_event(s, st, ev);
+		st->ack_cm_event(ev);
+	}
+}
+
+void xsk_progress(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (!st || s->state == XSK_FRESH)
+		return;
+	drain_cm(s, st);
+	drain_cq_events(s, st);
+	poll_cq(s);
+	give_credits(s);
+	xsk_set_ready(s);
+	if (s->writers_waiting && s->wake_fd >= 0 && (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))) {
+		uint64_t one = 1;
+		if (xsk_real.write(s->wake_fd, &one, sizeof(one)) < 0)
+			s->writers_waiting = s->writers_waiting; /* full: already signalled */
+	}
+}
+
+/* ---- listen / accept ------------------------------------------------------------- */
+
+int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog)
+{
+	const struct xsk_stack *st = xsk_stack();
+	int rc;
+
+	if (!st)
+		return -ENOSYS;
+	rc = make_channel(s, st);
+	if (rc)
+		return rc;
+	if (st->create_id(s->ch, &s->id, s, RDMA_PS_TCP))
+		return -(errno ? errno : ENOMEM);
+	if (st->bind_addr(s->id, (struct sockaddr *)addr))
+		return -(errno ? errno : EADDRNOTAVAIL);
+	if (st->listen(s->id, backlog))
+		return -(errno ? errno : EADDRINUSE);
+	memcpy(&s->local, &s->id->route.addr.src_storage, sizeof(s->local));
+	s->have_local = true;
+	s->backlog = backlog;
+	s->state = XSK_LISTENING;
+	return 0;
+}
+
+static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct rs_conn peer;
+	uint8_t cd[RS_CONN_DATA_LEN];
+	struct xsk *c;
+	int rc;
+
+	if (rs_conn_decode(ev->param.conn.private_data, ev->param.conn.private_data_len,
+			   &peer) < 0 ||
+	    (l->backlog > 0 && l->acceptq_len >= l->backlog)) {
+		st->reject(id, NULL, 0);
+		st->destroy_id(id);
+		return;
+	}
+	c = xsk_new(l->family);
+	if (!c)
+		goto refuse;
+	c->rbuf_size = l->rbuf_size;
+	c->id = id;
+	id->context = c;
+	if (xsk_make_fds(c) || make_channel(c, st) || st->migrate_id(id, c->ch))
+		goto refuse_free;
+	c->state = XSK_CONNECTING;
+	rc = setup_qp(c, st);
+	if (rc)
+		goto refuse_free;
+	local_conn(c, cd);
+	struct rdma_conn_param p = { .private_data = cd, .private_data_len = sizeof(cd),
+				     .responder_resources = ev->param.conn.responder_resources,
+				     .initiator_depth = ev->param.conn.initiator_depth };
+	if (st->accept(id, &p)) {
+		xsk_free(c);
+		return;
+	}
+	if (established(c, ev->param.conn.private_data, ev->param.conn.private_data_len) < 0) {
+		xsk_free(c);
+		return;
+	}
+	c->in_accept_queue = true;
+	if (l->acceptq_tail)
+		l->acceptq_tail->lst_next = c;
+	else
+		l->acceptq = c;
+	l->acceptq_tail = c;
+	l->acceptq_len++;
+	return;
+refuse_free:
+	c->id = NULL; /* rejected and destroyed below */
+	xsk_free(c);
+refuse:
+	st->reject(id, NULL, 0);
+	st->destroy_id(id);
+}
+
+struct xsk *xsk_accept_pop(struct xsk *l)
+{
+	struct xsk *c = l->acceptq;
+
+	if (!c)
+		return NULL;
+	l->acceptq = c->lst_next;
+	if (!l->acceptq)
+		l->acceptq_tail = NULL;
+	l->acceptq_len--;
+	c->lst_next = NULL;
+	c->in_accept_queue = false;
+	return c;
+}
+
+/* ---- connect --------------------------------------------------------------------- */
+
+int xsk_connect_start(struct xsk *s, const struct sockaddr *dst, socklen_t len)
+{
+	const struct xsk_stack *st = xsk_stack();
+	int rc;
+
+	if (!st)
+		return -ENOSYS;
+	if (len > sizeof(s->peer))
+		return -EINVAL;
+	rc = make_channel(s, st);
+	if (rc)
+		return rc;
+	if (st->create_id(s->ch, &s->id, s, RDMA_PS_TCP))
+		return -(errno ? errno : ENOMEM);
+	memcpy(&s->peer, dst, len);
+	s->state = XSK_CONNECTING;
+	if (st->resolve_addr(s->id, s->have_local ? (struct sockaddr *)&s->local : NULL,
+			     (struct sockaddr *)dst, 2000)) {
+		s->state = XSK_FRESH;
+		return -(errno ? errno : EHOSTUNREACH);
+	}
+	return 0;
+}
+
+/* ---- readiness --------------------------------------------------------------------- */
+
+static uint32_t sbuf_contig(struct xsk *s)
+{
+	if (s->sbuf_used == 0) {
+		s->sbuf_head = s->sbuf_tail = 0;
+		return s->sbuf_size;
+	}
+	if (s->sbuf_head == s->sbuf_tail)
+		return 0; /* full */
+	if (s->sbuf_head > s->sbuf_tail)
+		return s->sbuf_size - s->sbuf_head;
+	return s->sbuf_tail - s->sbuf_head;
+}
+
+static bool can_send(struct xsk *s)
+{
+	if (s->state != XSK_CONNECTED || s->shut_wr || s->peer_gone)
+		return false;
+	if (s->sseq_no == s->sseq_comp)
+		return false;
+	if (!s->tsgl[s->target_sge].length)
+		return false;
+	return sbuf_contig(s) > 0;
+}
+
+short xsk_revents(struct xsk *s)
+{
+	short r = 0;
+
+	switch (s->state) {
+	case XSK_FRESH:
+	case XSK_CONNECTING:
+		break;
+	case XSK_LISTENING:
+		if (s->acceptq)
+			r |= POLLIN;
+		break;
+	case XSK_CONNECTED:
+		if (s->rbytes || s->peer_shut_wr || s->shut_rd)
+			r |= POLLIN;
+		if (s->peer_shut_wr)
+			r |= POLLRDHUP;
+		if (can_send(s) || s->shut_wr || s->peer_gone)
+			r |= POLLOUT;
+		if (s->peer_gone && (s->shut_wr || s->disc_sent))
+			r |= POLLHUP;
+		break;
+	case XSK_CLOSED:
+		r |= POLLIN | POLLOUT | POLLHUP;
+		if (s->err)
+			r |= POLLERR;
+		break;
+	}
+	return r;
+}
+
+int xsk_wait_fds(struct xsk *s, int fds[3], bool writer)
+{
+	int n = 0;
+
+	if (s->ch)
+		fds[n++] = s->ch->fd;
+	if (s->cch)
+		fds[n++] = s->cch->fd;
+	if (writer ? s->wake_fd >= 0 : s->ready_fd >= 0)
+		fds[n++] = writer ? s->wake_fd : s->ready_fd;
+	return n;
+}
+
+/* ---- data ------------------------------------------------------------------------- */
+
+ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	bool peek = (flags & MSG_PEEK) != 0;
+	unsigned mi = 0;
+	uint32_t off = s->rbuf_offset, mleft = 0;
+	size_t total = 0;
+
+	switch (s->state) {
+	case XSK_LISTENING:
+	case XSK_FRESH:
+		return -ENOTCONN;
+	case XSK_CONNECTING:
+		return -EAGAIN;
+	case XSK_CLOSED:
+		if (s->err) {
+			int e = s->err;
+			s->err = 0;
+			return -e;
+		}
+		return 0;
+	case XSK_CONNECTED:
+		break;
+	}
+	if (s->shut_rd)
+		return 0;
+	if (!s->rbytes)
+		return s->peer_shut_wr ? 0 : -EAGAIN;
+	for (int v = 0; v < cnt; v++) {
+		uint8_t *dst = iov[v].iov_base;
+		size_t want = iov[v].iov_len;
+
+		while (want > 0) {
+			if (!mleft) {
+				if (mi >= s->rmsg_count)
+					goto out;
+				mleft = s->rmsg[(s->rmsg_head + mi) % s->rmsg_cap].len;
+			}
+			size_t n = want < mleft ? want : mleft;
+			if (off + n > s->rbuf_size) /* cannot happen with a well-behaved peer */
+				n = s->rbuf_size - off;
+			memcpy(dst, s->rbuf + off, n);
+			dst += n;
+			want -= n;
+			total += n;
+			mleft -= (uint32_t)n;
+			off += (uint32_t)n;
+			if (off >= s->rbuf_size)
+				off = 0;
+			if (!peek) {
+				struct xsk_rmsg *m = &s->rmsg[s->rmsg_head];
+				m->len -= (uint32_t)n;
+				s->rbytes -= n;
+				s->rbuf_bytes_avail += (uint32_t)n;
+				s->rbuf_offset = off;
+				if (!m->len) {
+					s->rmsg_head = (s->rmsg_head + 1) % s->rmsg_cap;
+					s->rmsg_count--;
+				}
+			} else if (!mleft) {
+				mi++;
+			}
+		}
+	}
+out:
+	if (!peek)
+		give_credits(s);
+	return (ssize_t)total;
+}
+
+ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done)
+{
+	size_t sent = 0;
+	int v = 0;
+	size_t voff = 0;
+
+	(void)flags;
+	if (s->state == XSK_CLOSED && s->err) {
+		int e = s->err;
+		s->err = 0;
+		return -e;
+	}
+	if (s->state == XSK_CONNECTING)
+		return 0;
+	if (s->state != XSK_CONNECTED)
+		return -(s->state == XSK_CLOSED ? EPIPE : ENOTCONN);
+	if (s->shut_wr || s->peer_gone)
+		return -EPIPE;
+	/* skip what an earlier round already sent */
+	for (size_t skip = *done; v < cnt && skip; ) {
+		if (skip >= iov[v].iov_len) {
+			skip -= iov[v].iov_len;
+			v++;
+		} else {
+			voff = skip;
+			skip = 0;
+		}
+	}
+	while (v < cnt && can_send(s)) {
+		struct rs_sge_h *t = &s->tsgl[s->target_sge];
+		uint32_t room = sbuf_contig(s);
+		uint32_t xfer = RS_MAX_TRANSFER;
+
+		if (xfer > room)
+			xfer = room;
+		if (xfer > t->length)
+			xfer = t->length;
+		/* gather into the send buffer */
+		uint32_t got = 0;
+		while (got < xfer && v < cnt) {
+			size_t n = iov[v].iov_len - voff;
+			if (n > xfer - got)
+				n = xfer - got;
+			memcpy(s->sbuf + s->sbuf_head + got, (const uint8_t *)iov[v].iov_base + voff, n);
+			got += (uint32_t)n;
+			voff += n;
+			if (voff == iov[v].iov_len) {
+				v++;
+				voff = 0;
+			}
+		}
+		if (!got)
+			break;
+		struct ibv_sge sge = { .addr = (uintptr_t)(s->sbuf + s->sbuf_head), .length = got,
+				       .lkey = s->smr->lkey };
+		uint64_t raddr = t->addr;
+		uint32_t rkey = t->key;
+		s->sbuf_head += got;
+		if (s->sbuf_head >= s->sbuf_size)
+			s->sbuf_head = 0;
+		s->sbuf_used += got;
+		t->addr += got;
+		t->length -= got;
+		if (!t->length)
+			s->target_sge = (s->target_sge + 1) % RS_SGL_SIZE;
+		s->sseq_no++;
+		if (post_write(s, WR_DATA | got, &sge, false, raddr, rkey) ||
+		    post_msg(s, RS_MSG(RS_OP_DATA, got))) {
+			conn_broken(s);
+			return sent ? (ssize_t)sent : -EPIPE;
+		}
+		sent += got;
+		*done += got;
+		/* the stack completes writes at once: reclaim the buffer */
+		poll_cq(s);
+	}
+	return (ssize_t)sent;
+}
+
+int xsk_shutdown_locked(struct xsk *s, int how)
+{
+	if (s->state != XSK_CONNECTED)
+		return -ENOTCONN;
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		s->shut_rd = true;
+	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
+		s->shut_wr = true;
+		if (!s->peer_gone && !s->disc_sent) {
+			if (how == SHUT_RDWR) {
+				s->disc_sent = true;
+				post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
+			} else {
+				post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_SHUTDOWN));
+			}
+		}
+	}
+	xsk_set_ready(s);
+	return 0;
+}
+
+/* ---- the service thread ----------------------------------------------------------- */
+
+static pthread_mutex_t svc_mu = PTHREAD_MUTEX_INITIALIZER;
+static int svc_ep = -1;
+static struct xsk *svc_list;
+
+static void *svc_main(void *arg)
+{
+	struct epoll_event ev[16];
+
+	for (;;) {
+		int n = xsk_real.epoll_wait(svc_ep, ev, 16, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		pthread_mutex_lock(&svc_mu);
+		for (int i = 0; i < n; i++) {
+			struct xsk *s;
+			for (s = svc_list; s && s != ev[i].data.ptr; s = s->svc_next)
+				;
+			if (!s)
+				continue; /* removed meanwhile */
+			pthread_mutex_lock(&s->mu);
+			xsk_progress(s);
+			pthread_mutex_unlock(&s->mu);
+		}
+		pthread_mutex_unlock(&svc_mu);
+	}
+	return arg;
+}
+
+int xsk_svc_add(struct xsk *s)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&svc_mu);
+	if (svc_ep < 0) {
+		pthread_t t;
+		svc_ep = epoll_create1(EPOLL_CLOEXEC);
+		if (svc_ep < 0 || pthread_create(&t, NULL, svc_main, NULL)) {
+			rc = -EAGAIN;
+			if (svc_ep >= 0)
+				xsk_real.close(svc_ep);
+			svc_ep = -1;
+			goto out;
+		}
+		pthread_detach(t);
+	}
+	pthread_mutex_lock(&s->mu);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+	if (s->ch && !s->in_svc && xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_ADD, s->ch->fd, &ev) == 0) {
+		s->in_svc = true;
+		s->svc_next = svc_list;
+		svc_list = s;
+	}
+	pthread_mutex_unlock(&s->mu);
+out:
+	pthread_mutex_unlock(&svc_mu);
+	return rc;
+}
+
+static void svc_del(struct xsk *s)
+{
+	pthread_mutex_lock(&svc_mu);
+	if (s->in_svc) {
+		struct xsk **pp = &svc_list;
+		while (*pp && *pp != s)
+			pp = &(*pp)->svc_next;
+		if (*pp)
+			*pp = s->svc_next;
+		xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_DEL, s->ch->fd, NULL);
+		s->in_svc = false;
+	}
+	pthread_mutex_unlock(&svc_mu);
+}
+
+/* ---- teardown --------------------------------------------------------------------- */
+
+void xsk_free(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+	struct xsk *c;
+
+	if (!s)
+		return;
+	svc_del(s);
+	pthread_mutex_lock(&s->mu);
+	while ((c = xsk_accept_pop(s)))
+		xsk_free(c);
+	if (st && s->id) {
+		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
+			s->disc_sent = true;
+			post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
+		}
+		if (s->state == XSK_CONNECTED || s->state == XSK_CONNECTING)
+			st->disconnect(s->id);
+		if (s->id->qp)
+			st->destroy_qp(s->id);
+	}
+	if (st && s->cch) {
+		struct ibv_cq *cq;
+		void *ctx;
+		unsigned n = 0;
+		while (st->get_cq_event(s->cch, &cq, &ctx) == 0)
+			n++;
+		if (n)
+			st->ack_cq_events(s->cq, n);
+	}
+	if (st && s->cq)
+		st->destroy_cq(s->cq);
+	if (st && s->cch)
+		st->destroy_comp_channel(s->cch);
+	if (st && s->rmr)
+		st->dereg_mr(s->rmr);
+	if (st && s->smr)
+		st->dereg_mr(s->smr);
+	if (st && s->id)
+		st->destroy_id(s->id);
+	if (st && s->ch) {
+		struct rdma_cm_event *ev;
+		while (st->get_cm_event(s->ch, &ev) == 0) {
+			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+				st->reject(ev->id, NULL, 0);
+				struct rdma_cm_id *cid = ev->id;
+				st->ack_cm_event(ev);
+				st->destroy_id(cid);
+				continue;
+			}
+			st->ack_cm_event(ev);
+		}
+		st->destroy_event_channel(s->ch);
+	}
+	if (st && s->pd)
+		st->dealloc_pd(s->pd);
+	free(s->mem);
+	free(s->sbuf);
+	free(s->rmsg);
+	if (s->ready_fd >= 0)
+		xsk_real.close(s->ready_fd);
+	if (s->wake_fd >= 0)
+		xsk_real.close(s->wake_fd);
+	if (s->epfd >= 0 && !s->epfd_app)
+		xsk_real.close(s->epfd);
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}

@@ -1,0 +1,158 @@
+/* The real entry points: libc's (dlsym RTLD_NEXT, once) and the stack's
+ * (dlsym in libiwarp's own handle, so that a real librdmacm that the
+ * program links never answers our calls). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libxsock/xsk_priv.h"
+
+struct xsk_libc xsk_real;
+
+#define RESOLVE(name)                                                         \
+	do {                                                                  \
+		*(void **)&xsk_real.name = dlsym(RTLD_NEXT, #name);           \
+		if (!xsk_real.name) {                                         \
+			fprintf(stderr, "libxsock: libc has no %s\n", #name); \
+			abort();                                              \
+		}                                                             \
+	} while (0)
+
+static void real_init_once(void)
+{
+	RESOLVE(socket);
+	RESOLVE(bind);
+	RESOLVE(listen);
+	RESOLVE(connect);
+	RESOLVE(accept);
+	RESOLVE(accept4);
+	RESOLVE(close);
+	RESOLVE(read);
+	RESOLVE(write);
+	RESOLVE(readv);
+	RESOLVE(writev);
+	RESOLVE(send);
+	RESOLVE(recv);
+	RESOLVE(sendto);
+	RESOLVE(recvfrom);
+	RESOLVE(sendmsg);
+	RESOLVE(recvmsg);
+	RESOLVE(shutdown);
+	RESOLVE(setsockopt);
+	RESOLVE(getsockopt);
+	RESOLVE(getpeername);
+	RESOLVE(getsockname);
+	RESOLVE(poll);
+	RESOLVE(ppoll);
+	RESOLVE(select);
+	RESOLVE(pselect);
+	RESOLVE(epoll_ctl);
+	RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait);
+	RESOLVE(fcntl);
+	RESOLVE(ioctl);
+	RESOLVE(dup);
+	RESOLVE(dup2);
+	RESOLVE(dup3);
+	RESOLVE(fork);
+}
+
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+void xsk_real_init(void)
+{
+	pthread_once(&real_once, real_init_once);
+}
+
+__attribute__((constructor)) static void xsk_real_ctor(void)
+{
+	xsk_real_init();
+}
+
+/* ---- the stack --------------------------------------------------------------- */
+
+static struct xsk_stack stack;
+static int stack_err;
+static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
+
+#define SYM(field, name)                                         \
+	do {                                                     \
+		*(void **)&stack.field = dlsym(h, name);         \
+		if (!stack.field) {                              \
+			fprintf(stderr, "libxsock: %s has no %s\n", \
+				lib, name);                      \
+			stack_err = ENOSYS;                      \
+			return;                                  \
+		}                                                \
+	} while (0)
+
+static void stack_init_once(void)
+{
+	const char *lib = getenv("XSOCK_IWARP_LIB");
+	void *h;
+	Dl_info info;
+
+	if (!lib || !*lib)
+		lib = "libiwarp.so.0";
+	h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		fprintf(stderr, "libxsock: cannot load %s: %s\n", lib, dlerror());
+		stack_err = ENOSYS;
+		return;
+	}
+	SYM(create_event_channel, "rdma_create_event_channel");
+	SYM(destroy_event_channel, "rdma_destroy_event_channel");
+	SYM(create_id, "rdma_create_id");
+	SYM(destroy_id, "rdma_destroy_id");
+	SYM(bind_addr, "rdma_bind_addr");
+	SYM(resolve_addr, "rdma_resolve_addr");
+	SYM(resolve_route, "rdma_resolve_route");
+	SYM(create_qp, "rdma_create_qp");
+	SYM(destroy_qp, "rdma_destroy_qp");
+	SYM(connect, "rdma_connect");
+	SYM(listen, "rdma_listen");
+	SYM(accept, "rdma_accept");
+	SYM(reject, "rdma_reject");
+	SYM(disconnect, "rdma_disconnect");
+	SYM(get_cm_event, "rdma_get_cm_event");
+	SYM(ack_cm_event, "rdma_ack_cm_event");
+	SYM(migrate_id, "rdma_migrate_id");
+	SYM(alloc_pd, "ibv_alloc_pd");
+	SYM(dealloc_pd, "ibv_dealloc_pd");
+	SYM(reg_mr, "ibv_reg_mr");
+	SYM(dereg_mr, "ibv_dereg_mr");
+	SYM(create_comp_channel, "ibv_create_comp_channel");
+	SYM(destroy_comp_channel, "ibv_destroy_comp_channel");
+	SYM(create_cq, "ibv_create_cq");
+	SYM(destroy_cq, "ibv_destroy_cq");
+	SYM(get_cq_event, "ibv_get_cq_event");
+	SYM(ack_cq_events, "ibv_ack_cq_events");
+	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
+		stack.base = info.dli_fbase;
+}
+
+const struct xsk_stack *xsk_stack(void)
+{
+	pthread_once(&stack_once, stack_init_once);
+	if (stack_err) {
+		errno = stack_err;
+		return NULL;
+	}
+	return &stack;
+}
+
+bool xsk_from_stack(const void *ret)
+{
+	Dl_info info;
+
+	if (!xsk_stack() || !stack.base)
+		return false;
+	return dladdr(ret, &info) && info.dli_fbase == stack.base;
+}
