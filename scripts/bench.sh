@@ -6,8 +6,9 @@
 # noise hits all three, and prints the medians with the ratios against raw
 # TCP measured in the same run:
 #   RDMA Write bandwidth, 64 KiB and 1 MiB writes    bar: xsock >= 0.8x TCP
-#   Send/Recv 64 B one-way latency (RTT/2), busy-polled CQ and completion
-#   channel events, against blocking TCP recv          bar: xsock <= 2x TCP
+#   Send/Recv 64 B one-way latency (RTT/2): a busy-polled CQ against TCP
+#   busy-polling a nonblocking recv, completion channel events against a
+#   blocking TCP recv                                  bar: xsock <= 2x TCP
 # then the thread hand-off micro-benchmark.
 #
 # Environment: XS_BENCH_REPS (runs per case), XS_BENCH_MIB (MiB per
@@ -72,7 +73,7 @@ while [ $i -lt "$reps" ]; do
         run xsock $c $plain $b rdma-bw -s $sz -t $mib
         run crc $c $crc $b rdma-bw -s $sz -t $mib
     done
-    run tcp lat $plain $b tcp-lat -n $iters -w $warm
+    run tcp lat $plain $b tcp-lat -S -n $iters -w $warm
     run xsock lat $plain $b rdma-lat -n $iters -w $warm
     run crc lat $crc $b rdma-lat -n $iters -w $warm
     run tcp latev $plain $b tcp-lat -n $iters -w $warm
@@ -107,8 +108,8 @@ line() {
 printf '\n%-26s %-5s %9s %9s %7s %-6s %4s %9s %7s %4s\n' case unit "raw TCP" xsock ratio bar "" "xsock+CRC" ratio ""
 line bw65536 "RDMA Write bw 64 KiB" MB/s bw
 line bw1048576 "RDMA Write bw 1 MiB" MB/s bw
-line lat "Send/Recv 64 B, poll CQ" us lat
-line latev "Send/Recv 64 B, events" us lat
+line lat "Send/Recv 64 B, spin/poll" us lat
+line latev "Send/Recv 64 B, blocking" us lat
 printf '\np99 one-way latency (us): TCP %s / %s, xsock poll %s (CRC %s), xsock events %s (CRC %s)\n' \
     "$(med lat tcp 4)" "$(med latev tcp 4)" "$(med lat xsock 4)" "$(med lat crc 4)" \
     "$(med latev xsock 4)" "$(med latev crc 4)"
