@@ -10,8 +10,8 @@ out=$(XS_BENCH_QUICK=1 sh "${XS_TOP_SRCDIR:-.}/scripts/bench.sh" "${XS_TOP_BUILD
     exit 1
 }
 echo "$out"
-for want in "RDMA Write bw 64 KiB" "RDMA Write bw 1 MiB" "Send/Recv 64 B, poll CQ" \
-    "Send/Recv 64 B, events" "handoff-io_uring"; do
+for want in "RDMA Write bw 64 KiB" "RDMA Write bw 1 MiB" "Send/Recv 64 B, spin/poll" \
+    "Send/Recv 64 B, blocking" "handoff-io_uring"; do
     echo "$out" | grep -q "$want" || { echo "FAIL: no '$want' line"; exit 1; }
 done
 echo "$out" | grep -q nan && { echo "FAIL: a case gave no figure"; exit 1; }
