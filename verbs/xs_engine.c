@@ -296,7 +296,8 @@ static void listener_arm(struct xs_listener *l)
 	arm_poll(l, TAG_LISTENER, l->fd, POLLIN);
 }
 
-static void arm_poll(void *obj, int tag, int fd, unsigned events)
+/* An SQE, submitting what is queued first if the ring is full. */
+static struct io_uring_sqe *eng_sqe(void)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&eng.ring);
 
@@ -304,6 +305,22 @@ static void arm_poll(void *obj, int tag, int fd, unsigned events)
 		io_uring_submit(&eng.ring);
 		sqe = io_uring_get_sqe(&eng.ring);
 	}
+	return sqe;
+}
+
+/* The read of the wake-up eventfd, re-armed after each wake-up. */
+static void arm_wake(void)
+{
+	struct io_uring_sqe *sqe = eng_sqe();
+
+	io_uring_prep_read(sqe, eng.wake_fd, &eng.wake_buf, sizeof(eng.wake_buf), 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_WAKE);
+}
+
+static void arm_poll(void *obj, int tag, int fd, unsigned events)
+{
+	struct io_uring_sqe *sqe = eng_sqe();
+
 	io_uring_prep_poll_add(sqe, fd, events);
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)obj | (uintptr_t)tag));
 }
@@ -1119,11 +1136,7 @@ static void timer_arm(void)
 
 	if (eng.timer_armed)
 		return;
-	sqe = io_uring_get_sqe(&eng.ring);
-	if (!sqe) {
-		io_uring_submit(&eng.ring);
-		sqe = io_uring_get_sqe(&eng.ring);
-	}
+	sqe = eng_sqe();
 	eng.timer_ts.tv_sec = 0;
 	eng.timer_ts.tv_nsec = 250 * 1000 * 1000;
 	io_uring_prep_timeout(sqe, &eng.timer_ts, 0, 0);
@@ -1275,9 +1288,7 @@ static void *engine_main(void *arg)
 	struct io_uring_cqe *cqe;
 
 	on_engine_thread = true;
-	struct io_uring_sqe *wsqe = io_uring_get_sqe(&eng.ring);
-	io_uring_prep_read(wsqe, eng.wake_fd, &eng.wake_buf, sizeof(eng.wake_buf), 0);
-	io_uring_sqe_set_data(wsqe, (void *)(uintptr_t)TAG_WAKE);
+	arm_wake();
 	for (;;) {
 		io_uring_submit_and_wait(&eng.ring, 1);
 		unsigned head, n = 0;
@@ -1289,9 +1300,7 @@ static void *engine_main(void *arg)
 
 			n++;
 			if (tag == TAG_WAKE) {
-				struct io_uring_sqe *sqe = io_uring_get_sqe(&eng.ring);
-				io_uring_prep_read(sqe, eng.wake_fd, &eng.wake_buf, sizeof(eng.wake_buf), 0);
-				io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_WAKE);
+				arm_wake();
 			} else if (tag == TAG_LISTENER) {
 				struct xs_listener *l = obj;
 				if (!l->closing)
