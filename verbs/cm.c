@@ -725,39 +725,34 @@ static void cm_free_own_cqs(struct cm_id *c)
 	c->own_sch = c->own_rch = NULL;
 }
 
+/* One CQ with its own completion channel for a QP created without it. */
+static bool cm_make_cq(struct cm_id *c, struct ibv_comp_channel **ch, struct ibv_cq **cq,
+		       uint32_t wr)
+{
+	*ch = ibv_create_comp_channel(c->id.verbs);
+	if (!*ch)
+		return false;
+	*cq = ibv_create_cq(c->id.verbs, wr ? (int)wr : 1, &c->id, *ch, 0);
+	return *cq != NULL;
+}
+
 /* rdma_create_qp with no CQs: make a CQ (with its own completion channel)
  * for each missing one, as librdmacm does. */
 static int cm_make_cqs(struct cm_id *c, struct ibv_cq **scq, struct ibv_cq **rcq,
 		       uint32_t swr, uint32_t rwr)
 {
-	struct ibv_context *ctx = c->id.verbs;
-
-	if (!*rcq) {
-		c->own_rch = ibv_create_comp_channel(ctx);
-		if (!c->own_rch)
-			goto fail;
-		c->own_rcq = ibv_create_cq(ctx, rwr ? (int)rwr : 1, &c->id, c->own_rch, 0);
-		if (!c->own_rcq)
-			goto fail;
-		*rcq = c->own_rcq;
-	}
-	if (!*scq) {
-		c->own_sch = ibv_create_comp_channel(ctx);
-		if (!c->own_sch)
-			goto fail;
-		c->own_scq = ibv_create_cq(ctx, swr ? (int)swr : 1, &c->id, c->own_sch, 0);
-		if (!c->own_scq)
-			goto fail;
-		*scq = c->own_scq;
-	}
-	return 0;
-fail:
-	{
+	if ((!*rcq && !cm_make_cq(c, &c->own_rch, &c->own_rcq, rwr)) ||
+	    (!*scq && !cm_make_cq(c, &c->own_sch, &c->own_scq, swr))) {
 		int e = errno ? errno : ENOMEM;
 
 		cm_free_own_cqs(c);
 		return -e;
 	}
+	if (!*rcq)
+		*rcq = c->own_rcq;
+	if (!*scq)
+		*scq = c->own_scq;
+	return 0;
 }
 
 static void cm_set_qp(struct cm_id *c, struct ibv_qp *qp, struct ibv_pd *pd)
