@@ -486,6 +486,13 @@ XS_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 
 /* ---- strings ---------------------------------------------------------------- */
 
+/* The name at i of a table indexed by an enum, "unknown" past its end or
+ * in a hole. */
+static const char *xs_name_of(const char *const *names, size_t n, unsigned i)
+{
+	return i < n && names[i] ? names[i] : "unknown";
+}
+
 XS_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
 {
 	static const char *const s[] = {
@@ -498,9 +505,7 @@ XS_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
 		[IBV_NODE_UNSPECIFIED] = "unspecified",
 	};
 
-	if ((unsigned)node_type >= sizeof(s) / sizeof(s[0]) || !s[node_type])
-		return "unknown";
-	return s[node_type];
+	return xs_name_of(s, sizeof(s) / sizeof(s[0]), (unsigned)node_type);
 }
 
 XS_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
@@ -514,9 +519,7 @@ XS_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
 		[IBV_PORT_ACTIVE_DEFER] = "active defer",
 	};
 
-	if ((unsigned)port_state >= sizeof(s) / sizeof(s[0]))
-		return "unknown";
-	return s[port_state];
+	return xs_name_of(s, sizeof(s) / sizeof(s[0]), (unsigned)port_state);
 }
 
 XS_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
@@ -544,9 +547,7 @@ XS_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 		[IBV_EVENT_WQ_FATAL] = "WQ fatal",
 	};
 
-	if ((unsigned)event >= sizeof(s) / sizeof(s[0]) || !s[event])
-		return "unknown";
-	return s[event];
+	return xs_name_of(s, sizeof(s) / sizeof(s[0]), (unsigned)event);
 }
 
 XS_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
@@ -578,9 +579,7 @@ XS_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
 		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
 	};
 
-	if ((unsigned)status >= sizeof(s) / sizeof(s[0]) || !s[status])
-		return "unknown";
-	return s[status];
+	return xs_name_of(s, sizeof(s) / sizeof(s[0]), (unsigned)status);
 }
 
 /* ---- rates ---------------------------------------------------------------- */
