@@ -134,7 +134,6 @@ static void detach_fd(int fd)
 {
 	struct xsk *s;
 	struct epset *ep;
-	bool last = false;
 
 	if ((unsigned)fd >= (unsigned)tab_n)
 		return;
@@ -156,15 +155,11 @@ static void detach_fd(int fd)
 		}
 		free(ep);
 	}
-	if (s) {
+	if (s)
 		s->nfds--;
-		last = --s->refs == 0;
-		if (last)
-			unlink_regs_locked(s);
-	}
 	pthread_mutex_unlock(&tab_mu);
-	if (last)
-		xsk_free(s);
+	if (s)
+		sk_put(s); /* the reference attach_fd took */
 }
 
 static bool eligible(int domain, int type, int protocol)
