@@ -8,9 +8,7 @@
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 command -v rping >/dev/null 2>&1 || { echo "SKIP: rping (rdmacm-utils) not installed"; exit 77; }
-command -v tcpdump >/dev/null 2>&1 || { echo "SKIP: no tcpdump"; exit 77; }
-command -v tshark >/dev/null 2>&1 || { echo "SKIP: no tshark"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "SKIP: capturing needs root"; exit 77; }
+xs_need_capture
 
 tmp=$(mktemp -d)
 cleanup() {

@@ -8,9 +8,7 @@ set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 top=${XS_TOP_BUILDDIR:-$(pwd)}
 demo=$top/tools/xsock-wiredemo
-command -v tcpdump >/dev/null 2>&1 || { echo "SKIP: no tcpdump"; exit 77; }
-command -v tshark >/dev/null 2>&1 || { echo "SKIP: no tshark"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "SKIP: capturing needs root"; exit 77; }
+xs_need_capture
 [ -x "$demo" ] || { echo "FAIL: $demo missing"; exit 99; }
 
 tmp=$(mktemp -d)

@@ -11,10 +11,9 @@ command -v socat >/dev/null 2>&1 || { echo "SKIP: no socat (scripts/install-deps
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
 
 tmp=$(mktemp -d)
-tdpid=
 srv=
 cleanup() {
-    [ -n "$tdpid" ] && kill "$tdpid" 2>/dev/null
+    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
     [ -n "$srv" ] && xs_reap "$srv"
     rm -rf "$tmp"
 }
@@ -45,14 +44,7 @@ run_case() {
     port=$(xs_free_port)
     rm -f "$tmp/out.bin"
     if [ $capture = 1 ]; then
-        tcpdump -i lo -U --immediate-mode -s 0 -w "$tmp/$name.pcap" "tcp port $port" \
-            2>"$tmp/$name.tcpdump" &
-        tdpid=$!
-        i=0
-        while ! grep -q "listening on" "$tmp/$name.tcpdump" 2>/dev/null; do
-            i=$((i + 1)); [ $i -gt 100 ] && { echo "FAIL: tcpdump did not start"; exit 99; }
-            sleep 0.1
-        done
+        xs_capture_start "$tmp/$name.pcap" "$tmp/$name.tcpdump" "$port" || exit 99
     fi
     $run timeout 60 socat -u TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr \
         OPEN:"$tmp/out.bin",creat,trunc 2>"$tmp/$name.srv" &
@@ -70,8 +62,7 @@ run_case() {
         echo "FAIL $name: sha256 $got != $want"; fail=1
     fi
     if [ $capture = 1 ]; then
-        sleep 0.3
-        kill -INT "$tdpid"; wait "$tdpid" 2>/dev/null; tdpid=
+        xs_capture_stop "$tmp/$name.tcpdump" || fail=1
         req=$(tcpdump -r "$tmp/$name.pcap" -A 2>/dev/null | grep -c "MPA ID Req Frame")
         rep=$(tcpdump -r "$tmp/$name.pcap" -A 2>/dev/null | grep -c "MPA ID Rep Frame")
         pkts=$(tcpdump -r "$tmp/$name.pcap" 2>/dev/null | wc -l)

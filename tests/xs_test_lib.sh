@@ -38,6 +38,13 @@ if command -v ldd >/dev/null 2>&1 && ldd "$xs_lib" 2>/dev/null | grep -q libasan
     export ASAN_OPTIONS
 fi
 
+# Skip (77) unless this test can capture and decode: tcpdump, tshark, root.
+xs_need_capture() {
+    command -v tcpdump >/dev/null 2>&1 || { echo "SKIP: no tcpdump"; exit 77; }
+    command -v tshark >/dev/null 2>&1 || { echo "SKIP: no tshark"; exit 77; }
+    [ "$(id -u)" = 0 ] || { echo "SKIP: capturing needs root"; exit 77; }
+}
+
 # Captures on lo for the tshark tests: xs_capture_start PCAP LOG PORT starts
 # tcpdump (bounded wait until it listens; sets xs_tdpid), xs_capture_stop LOG
 # ends it and fails (returns 1) if the kernel dropped packets.
