@@ -18,6 +18,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
@@ -30,8 +32,10 @@
 #define XS_CHANNEL_SPIN_CQS 8
 /* How long ibv_get_cq_event receives on its CQs' connections before it
  * sleeps: a round trip on loopback is 10-30 us; a wake-up chain (engine
- * thread, then the application) costs about as much again. */
-#define XS_EVENT_SPIN_NS 40000
+ * thread, then the application) costs about as much again.  The spin burns
+ * CPU, so XSOCK_EVENT_SPIN_US (0 = never) overrides it per process. */
+#define XS_EVENT_SPIN_US_DEFAULT 40
+#define XS_EVENT_SPIN_US_MAX 1000000
 
 struct xs_channel {
 	struct ibv_comp_channel ch;
@@ -154,7 +158,30 @@ static size_t cq_poll_conns(struct xs_cq *x)
 
 /* Before sleeping: receive on the channel's CQs for a short while; stop as
  * soon as an event is pending. */
-static void channel_spin(struct xs_channel *c)
+static uint64_t event_spin_ns(void)
+{
+	static uint64_t ns = UINT64_MAX;
+	uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
+
+	if (v == UINT64_MAX) {
+		const char *e = getenv("XSOCK_EVENT_SPIN_US");
+		char *end;
+		unsigned long us = XS_EVENT_SPIN_US_DEFAULT;
+
+		if (e && *e) {
+			errno = 0;
+			us = strtoul(e, &end, 10);
+			if (errno || *end || us > XS_EVENT_SPIN_US_MAX)
+				us = XS_EVENT_SPIN_US_DEFAULT;
+		}
+		v = (uint64_t)us * 1000;
+		__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* spin_ns 0: one pass only (a nonblocking channel must not wait at all). */
+static void channel_spin(struct xs_channel *c, uint64_t spin_ns)
 {
 	struct xs_cq *cqs[XS_CHANNEL_SPIN_CQS];
 	uint64_t end = 0;
@@ -176,11 +203,13 @@ static void channel_spin(struct xs_channel *c)
 			cq_poll_conns(cqs[i]);
 			__atomic_sub_fetch(&cqs[i]->spinners, 1, __ATOMIC_RELEASE);
 		}
+		if (!n || !spin_ns)
+			return;
 		uint64_t now = mono_ns();
-		if (!n || (end && now >= end))
+		if (end && now >= end)
 			return;
 		if (!end)
-			end = now + XS_EVENT_SPIN_NS;
+			end = now + spin_ns;
 	}
 }
 
@@ -191,7 +220,10 @@ XS_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 	struct xs_cq *x = NULL;
 	uint64_t v;
 
-	channel_spin(c);
+	/* A nonblocking channel (the application set O_NONBLOCK on its fd to
+	 * poll it) gets one receive pass and then EAGAIN, never a spin. */
+	int fl = fcntl(c->ch.fd, F_GETFL);
+	channel_spin(c, fl >= 0 && (fl & O_NONBLOCK) ? 0 : event_spin_ns());
 	while (!x) {
 		/* blocks, or EAGAIN if the app set O_NONBLOCK on channel->fd */
 		if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
