@@ -220,6 +220,7 @@ static void conn_command(struct xs_conn *c, unsigned flags)
 }
 
 static void listener_unref(struct xs_listener *l);
+static uint64_t now_ms(void);
 
 static void conn_free(struct xs_conn *c)
 {
@@ -349,12 +350,26 @@ static void conn_arm(struct xs_conn *c)
 
 /* ---- transmit ------------------------------------------------------------- */
 
+static bool conn_dead(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	bool dead = c->dead;
+	pthread_mutex_unlock(&c->tx_mu);
+	return dead;
+}
+
+/* Wait for room in the socket.  A peer whose window stays shut for
+ * XSOCK_TX_TIMEOUT_MS is broken: shutting the socket down makes the
+ * engine's poll see the end and fail the stream (QP error, flush,
+ * DISCONNECTED) as for any closed connection. */
 static int wait_writable(struct xs_conn *c)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+	unsigned limit = xs_config()->tx_timeout_ms;
+	uint64_t deadline = limit ? now_ms() + limit : 0;
 
 	for (;;) {
-		if (c->dead)
+		if (conn_dead(c))
 			return -EPIPE;
 		int n = poll(&p, 1, 200);
 		if (n < 0 && errno != EINTR)
@@ -363,6 +378,11 @@ static int wait_writable(struct xs_conn *c)
 			if (p.revents & (POLLERR | POLLHUP))
 				return -EPIPE;
 			return 0;
+		}
+		if (deadline && now_ms() >= deadline) {
+			xs_log("peer took nothing for %u ms: closing", limit);
+			shutdown(c->fd, SHUT_RDWR);
+			return -ETIMEDOUT;
 		}
 	}
 }
