@@ -182,7 +182,9 @@ static void cm_event(struct load *L, struct rdma_cm_event *ev)
 			setup(L, ev->id->verbs, L->n);
 		if (make_conn_qp(L, ev->id) || post_recv(L, c) || post_recv(L, c) ||
 		    rdma_accept(ev->id, &cp)) {
-			load_err(L, "accept failed", c->idx);
+			char m[80];
+			snprintf(m, sizeof(m), "accept failed: %s", strerror(errno));
+			load_err(L, m, c->idx);
 			c->gone = true;
 		}
 		break;
@@ -194,8 +196,13 @@ static void cm_event(struct load *L, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (!L->ctx)
 			setup(L, ev->id->verbs, L->n);
-		if (make_conn_qp(L, ev->id) || post_recv(L, c) || rdma_connect(ev->id, &cp))
-			load_err(L, "connect failed", c->idx);
+		if (make_conn_qp(L, ev->id) || post_recv(L, c) || rdma_connect(ev->id, &cp)) {
+			char m[80];
+			snprintf(m, sizeof(m), "connect failed: %s", strerror(errno));
+			load_err(L, m, c->idx);
+			c->gone = true;
+			L->handshaking--;
+		}
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		c->up = true;
@@ -247,7 +254,8 @@ static void drain_cq(struct load *L, bool more)
 			const uint8_t *m = L->mem + (size_t)c->idx * SLOT;
 
 			if (wc[i].status != IBV_WC_SUCCESS) {
-				if (!c->gone)
+				/* a server's receives flush when its client leaves */
+				if (!c->gone && !(L->server && wc[i].status == IBV_WC_WR_FLUSH_ERR))
 					load_err(L, ibv_wc_status_str(wc[i].status), c->idx);
 				continue;
 			}
