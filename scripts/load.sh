@@ -12,7 +12,9 @@
 #    10000), 5 s of echoes each, until a step fails; prints the largest
 #    count reached and the error that stopped the next step (the fd limit
 #    is raised to its hard limit first).
-# Exit 0 if part 1 passed.  BUILDDIR defaults to build/.
+# 3. $LOAD_SOCK_CONNS (default 1000) IWARP sockets (scripts/load-sockets.py
+#    on both ends under `xsock-run --iwarp`) echoing for $LOAD_SECONDS.
+# Exit 0 if parts 1 and 3 passed.  BUILDDIR defaults to build/.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bdir=$(cd "${1:-$top/build}" && pwd) || exit 2
@@ -67,4 +69,23 @@ while [ "$n" -le "$max" ]; do
     [ "$n" -gt "$max" ] && n=$max
 done
 echo "load: $conns connections for $secs s: $([ $fail = 0 ] && echo PASS || echo FAIL); largest count passed: $best"
+
+sconns=${LOAD_SOCK_CONNS:-1000}
+echo "== IWARP sockets: $sconns connections, $secs s =="
+if command -v python3 >/dev/null 2>&1; then
+    port=$(xs_free_port)
+    "$XS_RUN" --iwarp python3 "$top/scripts/load-sockets.py" server "$port" >"$tmp/ssrv" 2>&1 &
+    srv=$!
+    if xs_wait_listen "$port" &&
+        timeout $((secs + 300)) "$XS_RUN" --iwarp python3 "$top/scripts/load-sockets.py" \
+            client "$port" "$sconns" "$secs"; then
+        tail -1 "$tmp/ssrv"
+    else
+        echo "FAIL: IWARP sockets load"; tail -5 "$tmp/ssrv"; fail=1
+    fi
+    xs_reap "$srv"
+    srv=
+else
+    echo "skipped: no python3"
+fi
 exit $fail
