@@ -55,7 +55,7 @@ static struct {
 
 static const char *prog = "xsock-bench";
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
 	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
 	exit(1);

@@ -46,6 +46,18 @@ static void xs_config_load(void)
 		else
 			xs_cfg.mpa_timeout_ms = (unsigned)ms;
 	}
+	/* A peer that takes no octet for this long (its TCP window stays
+	 * shut) is treated as a broken connection by a blocked sender. */
+	xs_cfg.tx_timeout_ms = 30000;
+	v = getenv("XSOCK_TX_TIMEOUT_MS");
+	if (v && *v) {
+		char *end;
+		unsigned long ms = strtoul(v, &end, 10);
+		if (*end || ms > 3600000)
+			fprintf(stderr, "xsock: XSOCK_TX_TIMEOUT_MS=%s ignored (0..3600000)\n", v);
+		else
+			xs_cfg.tx_timeout_ms = (unsigned)ms;
+	}
 	/* Linux siw (6.1) moves the socket to the QP only after sending its
 	 * Reply: an FPDU arriving in between is not read until more data
 	 * comes (docs/interop.md); a short pause here avoids that window. */

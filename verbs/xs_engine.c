@@ -59,14 +59,17 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4 };
 
 struct xs_conn {
 	int fd;
-	enum conn_state state;
+	/* Read by application threads (posts, polls, accept) while the engine
+	 * changes them: atomic, so each reader sees one value, not a torn or
+	 * stale one (ThreadSanitizer found these). */
+	_Atomic enum conn_state state;
 	int refs; /* owner + engine (engine mutex) */
-	bool owner_gone;
+	_Atomic bool owner_gone;
 	bool initiator;
 	bool poll_armed;
 	bool want_out; /* POLLOUT wanted (pending Read Responses) */
-	bool dead; /* stream failed or closed: no more tx */
-	bool fin_sent;
+	_Atomic bool dead; /* stream failed or closed: no more tx */
+	_Atomic bool fin_sent;
 	bool disconnect_asked;
 	bool engine_ref_dropped;
 
@@ -139,7 +142,7 @@ struct xs_listener {
 	void *ctx;
 	pthread_mutex_t mu; /* held around callbacks; closing is set under it */
 	int refs; /* the listener itself + connections still reading a Request (eng.mu) */
-	bool closing;
+	_Atomic bool closing;
 	struct xs_listener *cmd_next;
 	bool cmd_queued;
 };
@@ -220,6 +223,7 @@ static void conn_command(struct xs_conn *c, unsigned flags)
 }
 
 static void listener_unref(struct xs_listener *l);
+static uint64_t now_ms(void);
 
 static void conn_free(struct xs_conn *c)
 {
@@ -349,9 +353,15 @@ static void conn_arm(struct xs_conn *c)
 
 /* ---- transmit ------------------------------------------------------------- */
 
+/* Wait for room in the socket.  A peer whose window stays shut for
+ * XSOCK_TX_TIMEOUT_MS is broken: shutting the socket down makes the
+ * engine's poll see the end and fail the stream (QP error, flush,
+ * DISCONNECTED) as for any closed connection. */
 static int wait_writable(struct xs_conn *c)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+	unsigned limit = xs_config()->tx_timeout_ms;
+	uint64_t deadline = limit ? now_ms() + limit : 0;
 
 	for (;;) {
 		if (c->dead)
@@ -363,6 +373,11 @@ static int wait_writable(struct xs_conn *c)
 			if (p.revents & (POLLERR | POLLHUP))
 				return -EPIPE;
 			return 0;
+		}
+		if (deadline && now_ms() >= deadline) {
+			xs_log("peer took nothing for %u ms: closing", limit);
+			shutdown(c->fd, SHUT_RDWR);
+			return -ETIMEDOUT;
 		}
 	}
 }

@@ -35,6 +35,9 @@ struct xs_config {
 	uint8_t p2p_rtr; /* XSOCK_MPA_P2P: 0 none, or MPA_RTR_* to offer (write|read|send) */
 	bool debug; /* XSOCK_DEBUG: log to stderr */
 	unsigned mpa_timeout_ms; /* XSOCK_MPA_TIMEOUT_MS: TCP connect + MPA exchange (default 10000) */
+	/* XSOCK_TX_TIMEOUT_MS: a sender blocked by a peer that takes nothing
+	 * fails the connection after this long (default 30000, 0 = never) */
+	unsigned tx_timeout_ms;
 	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: initiator pause between Reply and first FPDU (default 0) */
 };
 
@@ -116,7 +119,9 @@ void xs_conn_rx_unlock(struct xs_conn *c);
 /* Transmit on the caller's thread: each call frames one RDMAP message and
  * returns once every octet is in the kernel's socket buffer (it waits for
  * room when TCP pushes back), so the caller may complete the WR on return.
- * -EPIPE / -ECONNRESET once the connection is gone. */
+ * -EPIPE / -ECONNRESET once the connection is gone; -ETIMEDOUT when the
+ * peer took nothing for XSOCK_TX_TIMEOUT_MS (the connection is then shut
+ * down, and the engine ends the stream as for a peer's close). */
 int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 		 const struct iovec *iov, int cnt);
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,

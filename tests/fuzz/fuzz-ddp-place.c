@@ -125,20 +125,35 @@ static void popped(struct st *s, unsigned qi, const struct ddp_delivery *d, bool
 	m->msn++;
 }
 
-/* FNV-1a over every octet we own: a failed placement must change none. */
+/* FNV-1a style, eight octets a step (octet by octet it was a third of the
+ * run time), over a buffer; the tail octet by octet. */
+static uint64_t hash_buf(uint64_t h, const uint8_t *p, uint32_t len)
+{
+	uint32_t k = 0;
+
+	for (; k + 8 <= len; k += 8) {
+		uint64_t w;
+		memcpy(&w, p + k, 8);
+		h = (h ^ w) * 1099511628211ull;
+		h ^= h >> 29;
+	}
+	for (; k < len; k++)
+		h = (h ^ p[k]) * 1099511628211ull;
+	return h;
+}
+
+/* A hash of every octet we own: a failed placement must change none. */
 static uint64_t mem_hash(const struct st *s)
 {
 	uint64_t h = 1469598103934665603ull;
 
 	for (int i = 0; i < NREG; i++)
-		for (uint32_t k = 0; k < s->reg[i].len; k++)
-			h = (h ^ s->reg[i].mem[k]) * 1099511628211ull;
+		h = hash_buf(h, s->reg[i].mem, s->reg[i].len);
 	for (int qi = 0; qi < NQ; qi++) {
 		const struct model_q *m = &s->m[qi];
 		for (unsigned j = 0; j < m->count; j++) {
 			const struct mbuf *b = &m->b[(m->head + j) % m->depth];
-			for (uint32_t k = 0; k < b->len; k++)
-				h = (h ^ b->addr[k]) * 1099511628211ull;
+			h = hash_buf(h, b->addr, b->len);
 		}
 	}
 	return h;
