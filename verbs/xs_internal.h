@@ -35,10 +35,12 @@ struct xs_config {
 	uint8_t p2p_rtr; /* XSOCK_MPA_P2P: 0 none, or MPA_RTR_* to offer (write|read|send) */
 	bool debug; /* XSOCK_DEBUG: log to stderr */
 	unsigned mpa_timeout_ms; /* XSOCK_MPA_TIMEOUT_MS: TCP connect + MPA exchange (default 10000) */
-	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: initiator pause between Reply and first FPDU (default 0) */
+	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: pause between the Reply and the first FPDU (default 0) */
+	unsigned connect_delay_ms; /* XSOCK_CONNECT_DELAY_MS: rdma_connect waits before its TCP connect (0) */
 };
 
 const struct xs_config *xs_config(void);
+void xs_sleep_ms(unsigned ms); /* the whole time, across signals */
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- device limits (what ibv_query_device reports and what is enforced) -- */

@@ -62,8 +62,8 @@ if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 "$here/guest-prepare.sh" "${prep[@]}" || { echo "matrix: guest preparation failed" >&2; exit 1; }
 command -v tshark > /dev/null || { echo "matrix: tshark missing" >&2; exit 1; }
 
-# siw's accept window (docs/interop.md): xsock initiators pause 100 ms
-# between the MPA Reply and their first FPDU
+# siw is not ready for an FPDU right behind the MPA Reply (docs/interop.md):
+# xsock pauses 100 ms after the Reply, as initiator and as responder
 export XSOCK_MPA_SETTLE_MS=${XSOCK_MPA_SETTLE_MS:-100}
 
 keep=1
@@ -152,7 +152,13 @@ run_pair() {
             local c; c=$(echo "$cli" | sed -e "s|@ADDR|127.0.0.1|; s|@PORT|$hp|; s|@EP|$out/iw-errpeer|")
             [ $ok = 1 ] && sleep 0.3   # perftest/rping servers listen before they are ready
             echo "## host: xsock-run ${xo[*]} $c" >> "$log"
-            hrc=0; timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
+            # perftest -R: the guest server listens for the test connection
+            # only after the parameter exchange; a client that is earlier is
+            # reset, and perftest's own retry then uses freed memory
+            # (docs/interop.md).  XSOCK_CONNECT_DELAY_MS holds each connect.
+            local cdelay=0
+            case $tool in *_bw|*_lat) cdelay=${XS_PERFTEST_CONNECT_DELAY_MS:-400} ;; esac
+            hrc=0; XSOCK_CONNECT_DELAY_MS=$cdelay timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
             cat "$out/$cn.host" >> "$log"
             echo "## guest job" >> "$log"
             # a server whose client gave up would wait for the next one
