@@ -1129,6 +1129,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	c->closed_early = false;
 	pthread_mutex_unlock(&c->lock);
 
+	xs_sleep_ms(xs_config()->connect_delay_ms); /* XSOCK_CONNECT_DELAY_MS, xs_config.c */
 	cm_get(c); /* for the callback */
 	rc = xs_connect((struct sockaddr *)&dst, sa_len((struct sockaddr *)&dst),
 			have_src ? (struct sockaddr *)&src : NULL,

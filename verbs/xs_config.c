@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "verbs/xs_internal.h"
 
@@ -21,6 +22,23 @@ static bool env_bool(const char *name, bool dflt)
 		return dflt;
 	return strcmp(v, "0") != 0 && strcasecmp(v, "off") != 0 && strcasecmp(v, "no") != 0 &&
 	       strcasecmp(v, "false") != 0;
+}
+
+/* Milliseconds 0..max from the environment (0 when unset or invalid). */
+static unsigned env_ms(const char *name, long max)
+{
+	const char *v = getenv(name);
+	char *end;
+	long ms;
+
+	if (!v || !*v)
+		return 0;
+	ms = strtol(v, &end, 10);
+	if (*end || ms < 0 || ms > max) {
+		fprintf(stderr, "xsock: %s=%s ignored (0..%ld)\n", name, v, max);
+		return 0;
+	}
+	return (unsigned)ms;
 }
 
 static void xs_config_load(void)
@@ -50,25 +68,19 @@ static void xs_config_load(void)
 	 * shut) is treated as a broken connection by a blocked sender. */
 	xs_cfg.tx_timeout_ms = 30000;
 	v = getenv("XSOCK_TX_TIMEOUT_MS");
-	if (v && *v) {
-		char *end;
-		unsigned long ms = strtoul(v, &end, 10);
-		if (*end || ms > 3600000)
-			fprintf(stderr, "xsock: XSOCK_TX_TIMEOUT_MS=%s ignored (0..3600000)\n", v);
-		else
-			xs_cfg.tx_timeout_ms = (unsigned)ms;
-	}
-	/* Linux siw (6.1) moves the socket to the QP only after sending its
-	 * Reply: an FPDU arriving in between is not read until more data
-	 * comes (docs/interop.md); a short pause here avoids that window. */
-	v = getenv("XSOCK_MPA_SETTLE_MS");
-	if (v && *v) {
-		long ms = strtol(v, NULL, 10);
-		if (ms >= 0 && ms <= 10000)
-			xs_cfg.settle_ms = (unsigned)ms;
-		else
-			fprintf(stderr, "xsock: XSOCK_MPA_SETTLE_MS=%s ignored (0..10000)\n", v);
-	}
+	if (v && *v)
+		xs_cfg.tx_timeout_ms = env_ms("XSOCK_TX_TIMEOUT_MS", 3600000);
+	/* Linux siw (6.1) is not ready for an FPDU right behind the MPA
+	 * Reply (docs/interop.md): as responder it moves the socket to the QP
+	 * only after sending its Reply, and an FPDU arriving in between is not
+	 * read until more data comes; as initiator it fails the connection
+	 * (EPROTO) when FPDU bytes already follow the Reply it reads.  Both
+	 * sides pause this long after the Reply (initiator: before its first
+	 * FPDU; responder: rdma_accept returns only then). */
+	xs_cfg.settle_ms = env_ms("XSOCK_MPA_SETTLE_MS", 10000);
+	/* A peer that listens again only just after telling us it is ready
+	 * (perftest -R over a slow guest) resets an early connect. */
+	xs_cfg.connect_delay_ms = env_ms("XSOCK_CONNECT_DELAY_MS", 10000);
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {
@@ -87,6 +99,14 @@ const struct xs_config *xs_config(void)
 {
 	pthread_once(&xs_cfg_once, xs_config_load);
 	return &xs_cfg;
+}
+
+void xs_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L };
+
+	while (ms && nanosleep(&ts, &ts) < 0)
+		;
 }
 
 void xs_log(const char *fmt, ...)

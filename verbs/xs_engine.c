@@ -1017,11 +1017,7 @@ static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *
 
 	c->connect_cb = NULL;
 	if (status == 0) {
-		unsigned settle = xs_config()->settle_ms;
-		if (settle) { /* XSOCK_MPA_SETTLE_MS, see xs_config.c */
-			struct timespec ts = { settle / 1000u, (long)(settle % 1000u) * 1000000L };
-			nanosleep(&ts, NULL);
-		}
+		xs_sleep_ms(xs_config()->settle_ms); /* XSOCK_MPA_SETTLE_MS, see xs_config.c */
 		c->state = CONN_ACCEPTED;
 		stream_setup(c);
 		status = send_rtr(c);
@@ -1541,6 +1537,11 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 	c->state = CONN_ACCEPTED;
 	stream_setup(c);
 	c->rtr_wait = c->agreed.p2p && c->agreed.rtr != MPA_RTR_NONE;
+	/* XSOCK_MPA_SETTLE_MS (xs_config.c): the application's first FPDU
+	 * must not reach the initiator together with the Reply.  Its own
+	 * thread waits; with an RTR the initiator has read the Reply anyway. */
+	if (!c->rtr_wait && !on_engine_thread)
+		xs_sleep_ms(xs_config()->settle_ms);
 	return 0;
 }
 

@@ -38,10 +38,12 @@ struct xs_config {
 	/* XSOCK_TX_TIMEOUT_MS: a sender blocked by a peer that takes nothing
 	 * fails the connection after this long (default 30000, 0 = never) */
 	unsigned tx_timeout_ms;
-	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: initiator pause between Reply and first FPDU (default 0) */
+	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: pause between the Reply and the first FPDU (default 0) */
+	unsigned connect_delay_ms; /* XSOCK_CONNECT_DELAY_MS: rdma_connect waits before its TCP connect (0) */
 };
 
 const struct xs_config *xs_config(void);
+void xs_sleep_ms(unsigned ms); /* the whole time, across signals */
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- device limits (what ibv_query_device reports and what is enforced) -- */

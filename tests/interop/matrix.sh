@@ -62,8 +62,8 @@ if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 "$here/guest-prepare.sh" "${prep[@]}" || { echo "matrix: guest preparation failed" >&2; exit 1; }
 command -v tshark > /dev/null || { echo "matrix: tshark missing" >&2; exit 1; }
 
-# siw's accept window (docs/interop.md): xsock initiators pause 100 ms
-# between the MPA Reply and their first FPDU
+# siw is not ready for an FPDU right behind the MPA Reply (docs/interop.md):
+# xsock pauses 100 ms after the Reply, as initiator and as responder
 export XSOCK_MPA_SETTLE_MS=${XSOCK_MPA_SETTLE_MS:-100}
 
 keep=1
@@ -152,7 +152,13 @@ run_pair() {
             local c; c=$(echo "$cli" | sed -e "s|@ADDR|127.0.0.1|; s|@PORT|$hp|; s|@EP|$out/iw-errpeer|")
             [ $ok = 1 ] && sleep 0.3   # perftest/rping servers listen before they are ready
             echo "## host: xsock-run ${xo[*]} $c" >> "$log"
-            hrc=0; timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
+            # perftest -R: the guest server listens for the test connection
+            # only after the parameter exchange; a client that is earlier is
+            # reset, and perftest's own retry then uses freed memory
+            # (docs/interop.md).  XSOCK_CONNECT_DELAY_MS holds each connect.
+            local cdelay=0
+            case $tool in *_bw|*_lat) cdelay=${XS_PERFTEST_CONNECT_DELAY_MS:-400} ;; esac
+            hrc=0; XSOCK_CONNECT_DELAY_MS=$cdelay timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
             cat "$out/$cn.host" >> "$log"
             echo "## guest job" >> "$log"
             # a server whose client gave up would wait for the next one
@@ -188,9 +194,19 @@ run_pair() {
             return 0
         fi
     
+    # Retried once, and noted, are two failures that are not xsock's
+    # (docs/interop.md): a test connection reset because the guest server
+    # listened too late, and siw failing its own last Send, already on the
+    # wire, with status 2 when the peer's FIN comes while it completes it
+    # (siw_qp_sq_proc_tx: tx_suspend after a fully sent segment).
     case $tool in *_bw|*_lat)
-        if [ "$expect" = pass ] && [ $ok = 0 ] && [ -z "$retry_note" ] && grep -q 'RDMA_CM_EVENT_REJECTED; error: -104' "$out/$cn.host"; then
-            ok=1; note=""; return 1
+        [ "$expect" = pass ] && [ $ok = 0 ] && [ -z "$retry_note" ] || return 0
+        if grep -q 'RDMA_CM_EVENT_REJECTED; error: -104' "$out/$cn.host"; then
+            retry_why="test connection reset"; ok=1; note=""; return 1
+        fi
+        if sed -n '/^## guest/,$p' "$log" | grep -q 'Bad wc status 2' &&
+           grep -q 'Failed to close connection' "$log" && [ "$(grep -c '^ *'"$size"' ' "$log")" -ge 2 ]; then
+            retry_why="siw status 2 on its last Send at close"; ok=1; note=""; return 1
         fi ;;
     esac
     return 0
@@ -198,7 +214,7 @@ run_pair() {
 
 run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
     local cn=$1 dir=$2 tool=$3 mode=$4 expect=$5
-    local retry_note="" xo=() crc=0 rev=2 p2p=0 rtr=3 size ok=1 note="" t0 log=$out/$cn.log pcap=/host/$cn.pcap
+    local retry_note="" retry_why="" xo=() crc=0 rev=2 p2p=0 rtr=3 size ok=1 note="" t0 log=$out/$cn.log pcap=/host/$cn.pcap
     case $mode in
         r2c0) ;; r2c1) crc=1 ;; r1c0) rev=1 ;; r1c1) rev=1; crc=1 ;;
         p2pw) p2p=1; rtr=1 ;; p2pr) p2p=1; rtr=2 ;; mk) xo+=(--markers) ;;
@@ -218,7 +234,7 @@ run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
     for size_try in $try_list; do
         size=${size_try%:*}
         [ $ok = 1 ] || break
-        run_pair || { [ -z "$retry_note" ] && [ $ok = 1 ] && retry_note="retried size $size" && run_pair; } || true
+        run_pair || { [ -z "$retry_note" ] && [ $ok = 1 ] && retry_note="retried size $size ($retry_why)" && run_pair; } || true
         [ $ok = 1 ] || break
         [ "$expect" = fail ] && break
     done
@@ -235,7 +251,13 @@ run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
         # 1460 bytes and tshark, which does not reassemble FPDUs across
         # segments, loses alignment on some; siw checks those CRCs itself.
         tshark -n -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.15' > "$out/$cn.decode" 2>/dev/null
-        bad=$(grep -c 'Bad CRC32' "$out/$cn.decode"); good=$(grep -c 'Good CRC32' "$out/$cn.decode")
+        # siw's FPDUs are at most one guest segment (1456 bytes); a "PDU"
+        # tshark reassembled from more is its own loss of framing (siw also
+        # sends a CRC as a segment of its own), not a CRC siw got wrong
+        read -r bad sbad < <(awk '/^Frame [0-9]+:/ { pdu = 0 } /\[PDU Size: [0-9]+\]/ { pdu = $3 + 0 }
+            /Bad CRC32/ { if (pdu > 1456) m++; else b++ } END { print b + 0, m + 0 }' "$out/$cn.decode")
+        good=$(grep -c 'Good CRC32' "$out/$cn.decode")
+        [ "$sbad" = 0 ] || note="$note${note:+; }tshark lost FPDU alignment on $sbad siw->xsock frames"
         local xbad; xbad=$(tshark -n -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.2' 2>/dev/null | grep -c 'Bad CRC32')
         [ "$xbad" = 0 ] || note="$note${note:+; }tshark lost FPDU alignment on $xbad xsock->siw frames"
         rm -f "$out/$cn.decode"
