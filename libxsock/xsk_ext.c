@@ -131,7 +131,7 @@ static int ext_get(int fd, struct xsk **sp, bool need_conn)
 	int rc = 0;
 
 	if (!s)
-		return fcntl(fd, F_GETFD) < 0 ? -EBADF : -ENOTSOCK;
+		return xsk_real.fcntl(fd, F_GETFD) < 0 ? -EBADF : -ENOTSOCK;
 	pthread_mutex_lock(&s->mu);
 	xsk_progress(s);
 	if (!need_conn && s->ext)
@@ -182,10 +182,10 @@ static void efd_update(struct xsk_ext *x)
 	uint64_t v = 1;
 
 	if (x->comp_n && !x->efd_set) {
-		if (write(x->efd, &v, sizeof(v)) == sizeof(v))
+		if (xsk_real.write(x->efd, &v, sizeof(v)) == sizeof(v))
 			x->efd_set = true;
 	} else if (!x->comp_n && x->efd_set) {
-		if (read(x->efd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+		if (xsk_real.read(x->efd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
 			x->efd_set = false;
 	}
 }
@@ -540,8 +540,10 @@ void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc)
 		return;
 	struct ext_op *o = &x->ops[i];
 	o->wrs--;
-	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RDMA_READ && o->reads)
-		o->reads--, x->reads_out--;
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RDMA_READ && o->reads) {
+		o->reads--;
+		x->reads_out--;
+	}
 	if (o->reads > o->wrs) { /* an error completion's opcode is undefined */
 		x->reads_out -= o->reads - o->wrs;
 		o->reads = o->wrs;
