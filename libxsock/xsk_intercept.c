@@ -162,6 +162,17 @@ static void detach_fd(int fd)
 		sk_put(s); /* the reference attach_fd took */
 }
 
+struct xsk *xsk_fd_get(int fd)
+{
+	ensure_init();
+	return sk_get(fd);
+}
+
+void xsk_fd_put(struct xsk *s)
+{
+	sk_put(s);
+}
+
 static bool eligible(int domain, int type, int protocol)
 {
 	return (domain == AF_INET || domain == AF_INET6) &&

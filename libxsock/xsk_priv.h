@@ -96,6 +96,7 @@ struct xsk_stack {
 	int (*destroy_cq)(struct ibv_cq *);
 	int (*get_cq_event)(struct ibv_comp_channel *, struct ibv_cq **, void **);
 	void (*ack_cq_events)(struct ibv_cq *, unsigned int);
+	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -245,6 +246,9 @@ struct xsk {
 
 	/* epoll registrations naming this socket (xsk_tab_mu) */
 	struct xsk_epreg *regs;
+
+	/* the extended calls' state (xsk_ext.c), NULL until one is used */
+	struct xsk_ext *ext;
 };
 
 /* One registration of an IWARP fd in an application epoll set. */
@@ -285,5 +289,33 @@ void xsk_set_ready(struct xsk *s);
  * requests while the application is not in accept() (the kernel's backlog
  * does that for TCP).  s->mu not held. */
 int xsk_svc_add(struct xsk *s);
+
+/* ---- the extended calls (xsk_ext.c) ----------------------------------------- */
+
+/* wr_id tags on the socket's QP: the stream uses bit 63 (receives) and 62
+ * (its data Writes) and 0 (unsignaled); bit 61 marks the extended calls'
+ * work requests, XSOCK_WRID_USER (bit 60) the application's own. */
+#define XSK_WR_EXT (1ull << 61)
+#define XSK_WR_USER (1ull << 60)
+
+/* The socket an fd names, with a reference (NULL: not an IWARP socket);
+ * xsk_fd_put drops it (xsk_intercept.c). */
+struct xsk *xsk_fd_get(int fd);
+void xsk_fd_put(struct xsk *s);
+/* The hooks, called with s->mu held unless noted:
+ * a completion tagged XSK_WR_EXT or XSK_WR_USER, */
+void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc);
+/* progress (post queued work, fill asynchronous receives), */
+void xsk_ext_progress(struct xsk *s);
+/* may the stream send now (false while an RDMA Read is outstanding or an
+ * asynchronous send waits: stream bytes stay in posting order), */
+bool xsk_ext_stream_ok(struct xsk *s);
+/* and teardown (s->mu not held; before the QP and PD go). */
+void xsk_ext_free(struct xsk *s);
+/* One rsockets Data Transfer message straight from registered memory
+ * (xsk_proto.c): at most len bytes, bounded by the peer's target buffer and
+ * RS_MAX_TRANSFER.  Bytes posted, 0 without credits or target buffer, or
+ * -errno (the connection is broken). */
+int xsk_stream_post(struct xsk *s, uint64_t addr, uint32_t lkey, uint32_t len, uint64_t wr_id);
 
 #endif

@@ -42,6 +42,7 @@
 #define XSK_RBUF_DEFAULT (512u * 1024)
 #define XSK_RBUF_MIN (8u * 1024)
 #define XSK_RBUF_MAX (64u * 1024 * 1024)
+#define XSK_RD_DEPTH 16 /* IRD/ORD we ask for (RDMA Reads of the extended calls) */
 
 #define WR_RECV (1ull << 63)
 #define WR_DATA (1ull << 62)
@@ -463,6 +464,10 @@ static void poll_cq(struct xsk *s)
 					s->sbuf_tail = 0;
 				if (wc[i].status != IBV_WC_SUCCESS)
 					conn_broken(s);
+			} else if (wc[i].wr_id & (XSK_WR_EXT | XSK_WR_USER)) {
+				xsk_ext_wc(s, &wc[i]);
+				if (wc[i].status != IBV_WC_SUCCESS)
+					conn_broken(s);
 			} else if (wc[i].status != IBV_WC_SUCCESS) {
 				conn_broken(s);
 			}
@@ -526,7 +531,8 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 		}
 		local_conn(s, cd);
 		struct rdma_conn_param p = { .private_data = cd, .private_data_len = sizeof(cd),
-					     .responder_resources = 1, .initiator_depth = 1,
+					     .responder_resources = XSK_RD_DEPTH,
+					     .initiator_depth = XSK_RD_DEPTH,
 					     .retry_count = 7, .rnr_retry_count = 7 };
 		if (st->connect(s->id, &p))
 			fail_connect(s, errno ? errno : ECONNREFUSED);
@@ -588,6 +594,8 @@ void xsk_progress(struct xsk *s)
 	drain_cm(s, st);
 	drain_cq_events(s, st);
 	poll_cq(s);
+	if (s->ext)
+		xsk_ext_progress(s);
 	give_credits(s);
 	xsk_set_ready(s);
 	if (s->writers_waiting && s->wake_fd >= 0 && (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))) {
@@ -733,13 +741,19 @@ static uint32_t sbuf_contig(struct xsk *s)
 	return s->sbuf_tail - s->sbuf_head;
 }
 
-static bool can_send(struct xsk *s)
+/* Credits and a target buffer for one more Data Transfer message. */
+static bool stream_credit(struct xsk *s)
 {
 	if (s->state != XSK_CONNECTED || s->shut_wr || s->peer_gone)
 		return false;
 	if (s->sseq_no == s->sseq_comp)
 		return false;
-	if (!s->tsgl[s->target_sge].length)
+	return s->tsgl[s->target_sge].length != 0;
+}
+
+static bool can_send(struct xsk *s)
+{
+	if (!stream_credit(s) || (s->ext && !xsk_ext_stream_ok(s)))
 		return false;
 	return sbuf_contig(s) > 0;
 }
@@ -859,6 +873,46 @@ out:
 	return (ssize_t)total;
 }
 
+/* One Data Transfer message of sge into the current target buffer, which
+ * has room for it: the RDMA Write, then the 4-octet Send announcing it. */
+static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id)
+{
+	struct rs_sge_h *t = &s->tsgl[s->target_sge];
+	uint64_t raddr = t->addr;
+	uint32_t rkey = t->key;
+
+	t->addr += sge->length;
+	t->length -= sge->length;
+	if (!t->length)
+		s->target_sge = (s->target_sge + 1) % RS_SGL_SIZE;
+	s->sseq_no++;
+	if (post_write(s, wr_id, sge, false, raddr, rkey) ||
+	    post_msg(s, RS_MSG(RS_OP_DATA, sge->length))) {
+		conn_broken(s);
+		return -EPIPE;
+	}
+	return 0;
+}
+
+int xsk_stream_post(struct xsk *s, uint64_t addr, uint32_t lkey, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	uint32_t room;
+
+	if (s->state != XSK_CONNECTED || s->shut_wr || s->peer_gone)
+		return -EPIPE;
+	if (!stream_credit(s))
+		return 0;
+	room = s->tsgl[s->target_sge].length;
+	if (sge.length > room)
+		sge.length = room;
+	if (sge.length > RS_MAX_TRANSFER)
+		sge.length = RS_MAX_TRANSFER;
+	if (post_data(s, &sge, wr_id))
+		return -EPIPE;
+	return (int)sge.length;
+}
+
 ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done)
 {
 	size_t sent = 0;
@@ -914,22 +968,12 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 			break;
 		struct ibv_sge sge = { .addr = (uintptr_t)(s->sbuf + s->sbuf_head), .length = got,
 				       .lkey = s->smr->lkey };
-		uint64_t raddr = t->addr;
-		uint32_t rkey = t->key;
 		s->sbuf_head += got;
 		if (s->sbuf_head >= s->sbuf_size)
 			s->sbuf_head = 0;
 		s->sbuf_used += got;
-		t->addr += got;
-		t->length -= got;
-		if (!t->length)
-			s->target_sge = (s->target_sge + 1) % RS_SGL_SIZE;
-		s->sseq_no++;
-		if (post_write(s, WR_DATA | got, &sge, false, raddr, rkey) ||
-		    post_msg(s, RS_MSG(RS_OP_DATA, got))) {
-			conn_broken(s);
+		if (post_data(s, &sge, WR_DATA | got))
 			return sent ? (ssize_t)sent : -EPIPE;
-		}
 		sent += got;
 		*done += got;
 		/* the stack completes writes at once: reclaim the buffer */
@@ -1047,6 +1091,7 @@ void xsk_free(struct xsk *s)
 	if (!s)
 		return;
 	svc_del(s);
+	xsk_ext_free(s);
 	pthread_mutex_lock(&s->mu);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);

@@ -134,6 +134,7 @@ static void stack_init_once(void)
 	SYM(destroy_cq, "ibv_destroy_cq");
 	SYM(get_cq_event, "ibv_get_cq_event");
 	SYM(ack_cq_events, "ibv_ack_cq_events");
+	SYM(query_qp, "ibv_query_qp");
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;
 }
