@@ -174,6 +174,7 @@ struct xsk {
 	enum xsk_state state;
 	bool nonblock;
 	bool cloexec;
+	bool by_rules; /* made a candidate by the selection rules (xsk_config.c) */
 	int family;
 	int err; /* pending SO_ERROR (positive errno) */
 	int backlog;
