@@ -554,7 +554,7 @@ static int take_over(int fd, struct xsk *s)
 	}
 	pthread_mutex_lock(&tab_mu);
 	for (struct xsk_epreg *r = s->regs; r; r = r->next_of_sock) {
-		struct epoll_event ev = { .events = EPOLLIN, .data = r->data };
+		struct epoll_event ev = { .events = EPOLLIN | (r->events & EPOLLET), .data = r->data };
 		xsk_real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
 	}
 	pthread_mutex_unlock(&tab_mu);
@@ -1481,8 +1481,8 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bool fresh = s->state == XSK_FRESH;
 	if (ev) {
 		kev = *ev;
-		if (!fresh)
-			kev.events = EPOLLIN; /* the inner epoll fd: progress or readable */
+		if (!fresh) /* the inner epoll fd: progress or readable */
+			kev.events = EPOLLIN | (ev->events & EPOLLET);
 	}
 	rc = REAL(epoll_ctl)(epfd, op, fd, ev ? &kev : NULL);
 	if (rc < 0) {
@@ -1518,6 +1518,7 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			r->events = ev->events;
 			r->data = ev->data;
 			r->disabled = false;
+			r->et_events = 0; /* re-armed: what is ready now is an edge */
 		}
 		break;
 	case EPOLL_CTL_DEL:
@@ -1598,6 +1599,13 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 				continue;
 			uint32_t want = snap[i].events | EPOLLERR | EPOLLHUP;
 			uint32_t got = to_epoll(sk_poll_one(snap[i].s, (short)0x7fff)) & want;
+			if (got && (snap[i].events & EPOLLET)) {
+				pthread_mutex_lock(&tab_mu);
+				struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), snap[i].fd);
+				if (r && !xsk_epoll_edge(r, snap[i].s, got))
+					got = 0;
+				pthread_mutex_unlock(&tab_mu);
+			}
 			if (!got)
 				continue;
 			evs[n].events = got;
