@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 #include "libxsock/xsock.h"
 
@@ -40,15 +42,12 @@ struct fdent {
 static struct fdent *tab;
 static int tab_n;
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool iwarp_all;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_once_fn(void)
 {
 	struct rlimit rl;
 	size_t n = 65536;
-	const char *env = getenv("XSOCK_IWARP");
-
 	xsk_real_init();
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > n)
 		n = rl.rlim_max;
@@ -61,7 +60,7 @@ static void init_once_fn(void)
 		tab = p;
 		tab_n = (int)n;
 	}
-	iwarp_all = env && (!strcmp(env, "all") || !strcmp(env, "1"));
+	xsk_config_load();
 }
 
 __attribute__((constructor)) static void xsk_ctor(void)
@@ -241,7 +240,7 @@ XSK_EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd = REAL(socket)(domain, type, protocol);
 
-	if (fd < 0 || !iwarp_all || !eligible(domain, type, protocol))
+	if (fd < 0 || !xsk_config_may_iwarp() || !eligible(domain, type, protocol))
 		return fd;
 	/* libiwarp's own TCP connections stay TCP */
 	if (xsk_from_stack(__builtin_return_address(0)))
@@ -250,7 +249,24 @@ XSK_EXPORT int socket(int domain, int type, int protocol)
 		xsk_real.close(fd);
 		return (int)fail(ENOMEM);
 	}
+	lookup(fd)->by_rules = true; /* decided at connect()/listen() */
 	return fd;
+}
+
+/* A socket the rules made a candidate: true (and the fd is plain TCP
+ * again) if the rules say TCP for this role and address. */
+static bool rules_say_tcp(int fd, struct xsk *s, int role, const struct sockaddr *sa)
+{
+	struct sockaddr_storage any = { .ss_family = (sa_family_t)s->family };
+
+	if (s->state != XSK_FRESH || !s->by_rules)
+		return false;
+	if (!sa)
+		sa = s->have_local ? (const struct sockaddr *)&s->local : (const struct sockaddr *)&any;
+	if (xsk_config_decide(role, sa))
+		return false;
+	detach_fd(fd);
+	return true;
 }
 
 static void opt_record(struct xsk *s, int level, int name, int val)
@@ -284,6 +300,8 @@ static int set_iwarp_mode(int fd, int on)
 
 	if (s) {
 		enum xsk_state st = s->state;
+		if (st == XSK_FRESH)
+			s->by_rules = false; /* the application decided */
 		sk_put(s);
 		if (st == XSK_FRESH) {
 			if (!on)
@@ -414,6 +432,15 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 			opt_find(s, level, name, &v);
 			break;
 		}
+	} else if (level == IPPROTO_TCP && name == TCP_INFO && val && len) {
+		/* no TCP under the socket to report on: zeros, and the state */
+		struct tcp_info ti = { .tcpi_state = s->state == XSK_CONNECTED ? TCP_ESTABLISHED : TCP_CLOSE };
+		socklen_t l = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
+		memcpy(val, &ti, l);
+		*len = l;
+		pthread_mutex_unlock(&s->mu);
+		sk_put(s);
+		return 0;
 	} else {
 		opt_find(s, level, name, &v);
 	}
@@ -538,7 +565,7 @@ static int take_over(int fd, struct xsk *s)
 	}
 	pthread_mutex_lock(&tab_mu);
 	for (struct xsk_epreg *r = s->regs; r; r = r->next_of_sock) {
-		struct epoll_event ev = { .events = EPOLLIN, .data = r->data };
+		struct epoll_event ev = { .events = EPOLLIN | (r->events & EPOLLET), .data = r->data };
 		xsk_real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
 	}
 	pthread_mutex_unlock(&tab_mu);
@@ -550,6 +577,10 @@ XSK_EXPORT int listen(int fd, int backlog)
 	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
 	int rc;
 
+	if (s && rules_say_tcp(fd, s, XSK_ROLE_LISTEN, NULL)) {
+		sk_put(s);
+		s = NULL;
+	}
 	if (!s)
 		return REAL(listen)(fd, backlog);
 	pthread_mutex_lock(&s->mu);
@@ -593,6 +624,13 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
 	int rc = 0;
 
+	if (s && addr &&
+	    ((addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
+	     (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))) &&
+	    rules_say_tcp(fd, s, XSK_ROLE_CONNECT, addr)) {
+		sk_put(s);
+		s = NULL;
+	}
 	if (!s)
 		return REAL(connect)(fd, addr, len);
 	pthread_mutex_lock(&s->mu);
@@ -1454,8 +1492,8 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bool fresh = s->state == XSK_FRESH;
 	if (ev) {
 		kev = *ev;
-		if (!fresh)
-			kev.events = EPOLLIN; /* the inner epoll fd: progress or readable */
+		if (!fresh) /* the inner epoll fd: progress or readable */
+			kev.events = EPOLLIN | (ev->events & EPOLLET);
 	}
 	rc = REAL(epoll_ctl)(epfd, op, fd, ev ? &kev : NULL);
 	if (rc < 0) {
@@ -1491,6 +1529,7 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			r->events = ev->events;
 			r->data = ev->data;
 			r->disabled = false;
+			r->et_events = 0; /* re-armed: what is ready now is an edge */
 		}
 		break;
 	case EPOLL_CTL_DEL:
@@ -1571,6 +1610,13 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 				continue;
 			uint32_t want = snap[i].events | EPOLLERR | EPOLLHUP;
 			uint32_t got = to_epoll(sk_poll_one(snap[i].s, (short)0x7fff)) & want;
+			if (got && (snap[i].events & EPOLLET)) {
+				pthread_mutex_lock(&tab_mu);
+				struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), snap[i].fd);
+				if (r && !xsk_epoll_edge(r, snap[i].s, got))
+					got = 0;
+				pthread_mutex_unlock(&tab_mu);
+			}
 			if (!got)
 				continue;
 			evs[n].events = got;

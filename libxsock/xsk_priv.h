@@ -175,6 +175,7 @@ struct xsk {
 	enum xsk_state state;
 	bool nonblock;
 	bool cloexec;
+	bool by_rules; /* made a candidate by the selection rules (xsk_config.c) */
 	int family;
 	int err; /* pending SO_ERROR (positive errno) */
 	int backlog;
@@ -260,7 +261,18 @@ struct xsk_epreg {
 	uint32_t events; /* the application's interest */
 	epoll_data_t data;
 	bool disabled; /* EPOLLONESHOT fired */
+	/* EPOLLET: what the last look saw (xsk_epoll_edge) */
+	uint32_t et_events;
+	uint16_t et_rseq;
+	uint32_t et_tail;
 };
+
+/* EPOLLET on an IWARP socket (xsk_epoll_et.c): true if got (the events the
+ * socket has now) is a new edge for registration r: a bit that was clear
+ * at the last look, or a message or send completion since (spurious
+ * reports are allowed, missed edges are not).  Records what it saw.
+ * xsk_tab_mu held, s->mu not held. */
+bool xsk_epoll_edge(struct xsk_epreg *r, struct xsk *s, uint32_t got);
 
 /* ---- protocol (xsk_proto.c); s->mu held unless noted --------------------- */
 

@@ -475,7 +475,8 @@ static void poll_cq(struct xsk *s)
 	}
 }
 
-static void drain_cq_events(struct xsk *s, const struct xsk_stack *st)
+/* pending: the channel's fd is readable (xsk_progress looked) */
+static void drain_cq_events(struct xsk *s, const struct xsk_stack *st, bool pending)
 {
 	struct ibv_cq *cq;
 	void *ctx;
@@ -483,7 +484,9 @@ static void drain_cq_events(struct xsk *s, const struct xsk_stack *st)
 
 	if (!s->cch)
 		return;
-	while (st->get_cq_event(s->cch, &cq, &ctx) == 0)
+	/* only with an event pending: the stack's ibv_get_cq_event spins
+	 * (40 us) before it looks at the fd, even on a nonblocking channel */
+	while (pending && st->get_cq_event(s->cch, &cq, &ctx) == 0)
 		n++;
 	if (n) {
 		st->ack_cq_events(s->cq, n);
@@ -591,8 +594,15 @@ void xsk_progress(struct xsk *s)
 
 	if (!st || s->state == XSK_FRESH)
 		return;
-	drain_cm(s, st);
-	drain_cq_events(s, st);
+	/* one syscall to see which channel has events (poll_cq receives
+	 * whether or not the CQ channel fired) */
+	struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
+			       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
+	if (xsk_real.poll(p, 2, 0) <= 0)
+		p[0].revents = p[1].revents = 0;
+	if (p[0].revents)
+		drain_cm(s, st);
+	drain_cq_events(s, st, p[1].revents != 0);
 	poll_cq(s);
 	if (s->ext)
 		xsk_ext_progress(s);

@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config make gcc clang \
 libclang-rt-14-dev llvm \
 liburing-dev libssl-dev libibverbs-dev librdmacm-dev libisal-dev \
-ibverbs-utils rdmacm-utils perftest socat \
+ibverbs-utils rdmacm-utils perftest socat curl iperf3 sockperf \
 tshark tcpdump python3 groff-base valgrind"
 
 missing=""

@@ -1,0 +1,160 @@
+#!/bin/sh
+# Unmodified Debian programs over libxsock, both ends under
+# `xsock-run --iwarp` (every TCP socket in IWARP_MODE) and again with the
+# library preloaded but no IWARP socket (fall-through):
+#   curl fetching a 2 MiB file from `python3 -m http.server` (sha256 checked),
+#   iperf3 client and server for 2 s (the receiver must report a transfer),
+#   sockperf ping-pong for 2 s (messages must come back).
+# With tcpdump and root, the forced runs must show the MPA Request and Reply
+# on the port, the plain runs no MPA at all (the capture keeps only segments
+# that start with "MPA ").  A missing program is skipped
+# (and the test exits 77 only when all three are missing).
+set -u
+. "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
+[ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
+py=/usr/bin/python3 # Debian's, dynamically linked (a pyenv build may not be)
+
+tmp=$(mktemp -d)
+srv=
+cleanup() {
+    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
+    [ -n "$srv" ] && xs_reap "$srv"
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+capture=0
+if command -v tcpdump >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    capture=1
+else
+    echo "note: no capture (needs root and tcpdump); transfers only"
+fi
+socklib=${XS_TOP_BUILDDIR:-.}/libxsock/.libs/libxsock.so.0
+plain_run() {
+    LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$socklib" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= "$@"
+}
+iwarp_run() {
+    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp "$@"
+}
+fail=0
+ran=0
+
+# capture_begin NAME PORT / capture_end NAME MODE(iwarp|plain)
+capture_begin() {
+    [ $capture = 1 ] || return 0
+    # only segments whose payload starts with "MPA " (the Request/Reply
+    # keys): a full capture of a loopback iperf3 run drops packets
+    xs_capture_start "$tmp/$1.pcap" "$tmp/$1.tcpdump" \
+        "$2 and tcp[((tcp[12] & 0xf0) >> 2):4] = 0x4d504120" || exit 99
+}
+capture_end() {
+    [ $capture = 1 ] || return 0
+    xs_capture_stop "$tmp/$1.tcpdump" || fail=1
+    req=$(tcpdump -r "$tmp/$1.pcap" -A 2>/dev/null | grep -c "MPA ID Req Frame")
+    rep=$(tcpdump -r "$tmp/$1.pcap" -A 2>/dev/null | grep -c "MPA ID Rep Frame")
+    echo "$1: capture: MPA Request keys $req, Reply keys $rep"
+    if [ "$2" = iwarp ] && { [ "$req" -lt 1 ] || [ "$rep" -lt 1 ]; }; then
+        echo "FAIL $1: no MPA handshake on the wire"; fail=1
+    fi
+    if [ "$2" = plain ] && [ "$req" -ne 0 ]; then
+        echo "FAIL $1: MPA on the wire without --iwarp"; fail=1
+    fi
+}
+# stop_server NAME: the server must still be running (then it is ended)
+stop_server() {
+    if ! kill -0 "$srv" 2>/dev/null; then
+        echo "FAIL $1: server died"; cat "$tmp/$1.srv"; fail=1
+    fi
+    xs_reap "$srv"; srv=
+}
+
+http_case() {
+    name=http-$1; run=${1}_run; port=$(xs_free_port)
+    rm -f "$tmp/got.bin"
+    capture_begin "$name" "$port"
+    $run timeout 60 "$py" -m http.server "$port" --bind 127.0.0.1 --directory "$tmp/www" \
+        >"$tmp/$name.srv" 2>&1 &
+    srv=$!
+    xs_wait_listen "$port" || { echo "FAIL $name: server did not listen"; fail=1; }
+    if ! $run timeout 60 curl -sS --max-time 50 -o "$tmp/got.bin" "http://127.0.0.1:$port/f.bin" \
+        2>"$tmp/$name.cli"; then
+        echo "FAIL $name: curl failed"; cat "$tmp/$name.cli"; fail=1
+    fi
+    stop_server "$name"
+    got=$(sha256sum <"$tmp/got.bin" 2>/dev/null | cut -d' ' -f1)
+    if [ "$got" = "$want" ]; then
+        echo "$name: curl fetched 2 MiB, sha256 ok"
+    else
+        echo "FAIL $name: sha256 $got != $want"; cat "$tmp/$name.srv"; fail=1
+    fi
+    capture_end "$name" "$1"
+}
+
+iperf_case() {
+    name=iperf3-$1; run=${1}_run; port=$(xs_free_port)
+    capture_begin "$name" "$port"
+    $run timeout 60 iperf3 -s -1 -B 127.0.0.1 -p "$port" >"$tmp/$name.srv" 2>&1 &
+    srv=$!
+    xs_wait_listen "$port" || { echo "FAIL $name: server did not listen"; fail=1; }
+    if ! $run timeout 60 iperf3 -c 127.0.0.1 -p "$port" -t 2 >"$tmp/$name.cli" 2>&1; then
+        echo "FAIL $name: client failed"; cat "$tmp/$name.cli"; fail=1
+    fi
+    wait "$srv"; rc=$?; srv=
+    [ "$rc" = 0 ] || { echo "FAIL $name: server exit $rc"; cat "$tmp/$name.srv"; fail=1; }
+    line=$(grep ' receiver$' "$tmp/$name.cli" | tail -1)
+    # "[  5]   0.00-2.00   sec  3.33 GBytes  14.3 Gbits/sec   receiver"
+    if echo "$line" | awk '{ exit !($5 + 0 > 0 && ($6 == "MBytes" || $6 == "GBytes")) }'; then
+        echo "$name: $(echo "$line" | awk '{ print $5, $6, $7, $8 }')"
+    else
+        echo "FAIL $name: no transfer reported"; cat "$tmp/$name.cli"; fail=1
+    fi
+    capture_end "$name" "$1"
+}
+
+sockperf_case() {
+    name=sockperf-$1; run=${1}_run; port=$(xs_free_port)
+    capture_begin "$name" "$port"
+    $run timeout 60 sockperf server --tcp -i 127.0.0.1 -p "$port" >"$tmp/$name.srv" 2>&1 &
+    srv=$!
+    xs_wait_listen "$port" || { echo "FAIL $name: server did not listen"; fail=1; }
+    if ! $run timeout 60 sockperf ping-pong --tcp -i 127.0.0.1 -p "$port" -t 2 \
+        >"$tmp/$name.cli" 2>&1; then
+        echo "FAIL $name: client failed"; cat "$tmp/$name.cli"; fail=1
+    fi
+    stop_server "$name"
+    n=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$tmp/$name.cli" | tail -1)
+    lat=$(sed -n 's/.*Summary: Latency is \([0-9.]*\).*/\1/p' "$tmp/$name.cli" | tail -1)
+    if [ -n "$n" ] && [ "$n" -gt 0 ] && [ -n "$lat" ]; then
+        echo "$name: $n round trips, average latency $lat us"
+    else
+        echo "FAIL $name: no round trips"; cat "$tmp/$name.cli"; fail=1
+    fi
+    capture_end "$name" "$1"
+}
+
+if [ -x "$py" ] && command -v curl >/dev/null 2>&1; then
+    mkdir "$tmp/www"
+    head -c 2097152 /dev/urandom >"$tmp/www/f.bin"
+    want=$(sha256sum <"$tmp/www/f.bin" | cut -d' ' -f1)
+    http_case iwarp
+    http_case plain
+    ran=1
+else
+    echo "SKIP http: no $py or curl"
+fi
+if command -v iperf3 >/dev/null 2>&1; then
+    iperf_case iwarp
+    iperf_case plain
+    ran=1
+else
+    echo "SKIP iperf3: not installed (scripts/install-deps.sh)"
+fi
+if command -v sockperf >/dev/null 2>&1; then
+    sockperf_case iwarp
+    sockperf_case plain
+    ran=1
+else
+    echo "SKIP sockperf: not installed (scripts/install-deps.sh)"
+fi
+[ $ran = 1 ] || exit 77
+exit $fail
