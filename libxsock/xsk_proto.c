@@ -585,6 +585,11 @@ void xsk_progress(struct xsk *s)
 
 	if (!st || s->state == XSK_FRESH)
 		return;
+	if (!xsk_fork_use(s)) {
+		fail_connect(s, EBUSY); /* another process uses it (xsock(7) FORK) */
+		xsk_set_ready(s);
+		return;
+	}
 	drain_cm(s, st);
 	drain_cq_events(s, st);
 	poll_cq(s);
@@ -1037,6 +1042,32 @@ static void svc_del(struct xsk *s)
 	pthread_mutex_unlock(&svc_mu);
 }
 
+void xsk_svc_fork_prepare(void)
+{
+	pthread_mutex_lock(&svc_mu);
+}
+
+void xsk_svc_fork_parent(void)
+{
+	pthread_mutex_unlock(&svc_mu);
+}
+
+/* The child has no service thread and must not wait on the parent's epoll
+ * instance: listeners rejoin a new one when the child accepts on them. */
+void xsk_svc_fork_child(void)
+{
+	pthread_mutex_init(&svc_mu, NULL);
+	if (svc_ep >= 0)
+		xsk_real.close(svc_ep);
+	svc_ep = -1;
+	while (svc_list) {
+		struct xsk *s = svc_list;
+		svc_list = s->svc_next;
+		s->svc_next = NULL;
+		s->in_svc = false;
+	}
+}
+
 /* ---- teardown --------------------------------------------------------------------- */
 
 void xsk_free(struct xsk *s)
@@ -1050,16 +1081,16 @@ void xsk_free(struct xsk *s)
 	pthread_mutex_lock(&s->mu);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
-	if (st && s->id) {
+	if (st && s->id && !xsk_fork_quiet(s)) {
 		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
 			s->disc_sent = true;
 			post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
 		}
 		if (s->state == XSK_CONNECTED || s->state == XSK_CONNECTING)
 			st->disconnect(s->id);
-		if (s->id->qp)
-			st->destroy_qp(s->id);
 	}
+	if (st && s->id && s->id->qp)
+		st->destroy_qp(s->id);
 	if (st && s->cch) {
 		struct ibv_cq *cq;
 		void *ctx;

@@ -134,6 +134,9 @@ static void stack_init_once(void)
 	SYM(destroy_cq, "ibv_destroy_cq");
 	SYM(get_cq_event, "ibv_get_cq_event");
 	SYM(ack_cq_events, "ibv_ack_cq_events");
+	/* fork support (libiwarp's private node): optional */
+	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
+	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;
 }
