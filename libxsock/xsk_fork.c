@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -165,8 +166,8 @@ static void fork_child(void)
 	xsk_tab_fork_child(child_fd);
 }
 
-__attribute__((constructor)) static void xsk_fork_init(void)
+void xsk_fork_register(void)
 {
-	xsk_real_init();
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+		fprintf(stderr, "libxsock: pthread_atfork failed; fork is unsafe\n");
 }

@@ -302,6 +302,9 @@ int xsk_svc_add(struct xsk *s);
 
 /* ---- fork (xsk_fork.c; hooks in xsk_proto.c and xsk_intercept.c) ---------- */
 
+/* Register the fork handlers: once, when the stack is loaded (after the
+ * stack's own, so that ours prepare first). */
+void xsk_fork_register(void);
 /* Incremented in parent and child at each fork (atomic). */
 extern _Atomic unsigned xsk_fork_gen;
 /* First use after a fork (from xsk_progress, s->mu held): claim the

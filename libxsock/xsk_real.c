@@ -137,6 +137,11 @@ static void stack_init_once(void)
 	/* fork support (libiwarp's private node): optional */
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
+	void (*fork_init)(void);
+	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
+	if (fork_init)
+		fork_init(); /* the stack's fork handlers first */
+	xsk_fork_register();
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;
 }

@@ -1618,6 +1618,8 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 
 	if (c->state != CONN_WAIT_ACCEPT)
 		return -EINVAL;
+	if (atomic_load(&c->fork_mode) != XS_FORK_MINE)
+		return -EBUSY; /* the parent's request (xsock(7) FORK) */
 	rc = mpa_respond(prefs, &c->req, &rep, &c->agreed, &err);
 	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
 	if (n < 0)
@@ -1642,6 +1644,8 @@ int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len)
 
 	if (c->state != CONN_WAIT_ACCEPT)
 		return -EINVAL;
+	if (atomic_load(&c->fork_mode) != XS_FORK_MINE)
+		return -EBUSY; /* the parent's request (xsock(7) FORK) */
 	mpa_prefs_default(&prefs);
 	prefs.rev = xs_config()->mpa_rev;
 	prefs.pdata = pdata;

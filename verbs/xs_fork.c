@@ -93,10 +93,27 @@ static void fork_child(void)
 	xs_cq_fork_child();
 }
 
-__attribute__((constructor)) static void xs_fork_init(void)
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_register(void)
 {
 	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		xs_log("fork: pthread_atfork failed; fork is unsafe");
+}
+
+/* Register the handlers (once).  libxsock calls this before it registers
+ * its own, whatever order the libraries were initialised in: its prepare
+ * handler must run first (prepare handlers run in reverse order), since
+ * its service thread may need the engine to finish a round. */
+XS_EXPORT void xsock_priv_fork_init(void);
+XS_EXPORT void xsock_priv_fork_init(void)
+{
+	pthread_once(&fork_once, fork_register);
+}
+
+__attribute__((constructor)) static void xs_fork_init(void)
+{
+	xsock_priv_fork_init();
 }
 
 /* ---- private entry points for libxsock ------------------------------------------ */
