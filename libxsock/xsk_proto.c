@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -969,11 +970,15 @@ int xsk_shutdown_locked(struct xsk *s, int how)
 static pthread_mutex_t svc_mu = PTHREAD_MUTEX_INITIALIZER;
 static int svc_ep = -1;
 static struct xsk *svc_list;
+static bool svc_running; /* the thread reached its loop (fork waits for that) */
 
 static void *svc_main(void *arg)
 {
 	struct epoll_event ev[16];
 
+	pthread_mutex_lock(&svc_mu);
+	svc_running = true;
+	pthread_mutex_unlock(&svc_mu);
 	for (;;) {
 		int n = xsk_real.epoll_wait(svc_ep, ev, 16, -1);
 		if (n < 0) {
@@ -1044,7 +1049,14 @@ static void svc_del(struct xsk *s)
 
 void xsk_svc_fork_prepare(void)
 {
+	/* a thread still starting may be inside the allocator (a sanitizer's
+	 * is not fork-safe): wait until it runs its loop */
 	pthread_mutex_lock(&svc_mu);
+	while (svc_ep >= 0 && !svc_running) {
+		pthread_mutex_unlock(&svc_mu);
+		sched_yield();
+		pthread_mutex_lock(&svc_mu);
+	}
 }
 
 void xsk_svc_fork_parent(void)
@@ -1057,6 +1069,7 @@ void xsk_svc_fork_parent(void)
 void xsk_svc_fork_child(void)
 {
 	pthread_mutex_init(&svc_mu, NULL);
+	svc_running = false;
 	if (svc_ep >= 0)
 		xsk_real.close(svc_ep);
 	svc_ep = -1;
