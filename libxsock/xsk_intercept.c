@@ -41,6 +41,7 @@ struct fdent {
 
 static struct fdent *tab;
 static int tab_n;
+static int tab_hi; /* above every fd number that ever named a socket (tab_mu) */
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -125,6 +126,8 @@ static void attach_fd(int fd, struct xsk *s)
 	s->refs++;
 	s->nfds++;
 	atomic_store(&tab[fd].s, s);
+	if (fd >= tab_hi)
+		tab_hi = fd + 1;
 	pthread_mutex_unlock(&tab_mu);
 }
 
@@ -700,6 +703,7 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		sk_put(s);
 		return (int)fail(EINVAL);
 	}
+	xsk_fork_listener_use(s);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		if (s->state != XSK_LISTENING) {
@@ -1074,6 +1078,28 @@ XSK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	}
 	sk_put(s);
 	return (ssize_t)done;
+}
+
+/* ---- fork (xsk_fork.c) ---- */
+
+void xsk_tab_fork_prepare(void)
+{
+	pthread_mutex_lock(&tab_mu);
+}
+
+void xsk_tab_fork_parent(void)
+{
+	pthread_mutex_unlock(&tab_mu);
+}
+
+void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s))
+{
+	pthread_mutex_init(&tab_mu, NULL);
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++) {
+		struct xsk *s = atomic_load(&tab[fd].s);
+		if (s)
+			fn(fd, s);
+	}
 }
 
 /* ---- fd management ---------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -97,6 +98,12 @@ struct xsk_stack {
 	int (*get_cq_event)(struct ibv_comp_channel *, struct ibv_cq **, void **);
 	void (*ack_cq_events)(struct ibv_cq *, unsigned int);
 	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
+	/* libiwarp's private fork support (NULL if absent): claim the id's
+	 * connection or listener for this process (0, -EBUSY if another
+	 * process uses it); its standing without claiming (0 ours, 1 shared
+	 * and unclaimed, 2 another process's) */
+	int (*claim)(struct rdma_cm_id *);
+	int (*fork_mode)(struct rdma_cm_id *);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -250,6 +257,12 @@ struct xsk {
 
 	/* the extended calls' state (xsk_ext.c), NULL until one is used */
 	struct xsk_ext *ext;
+	/* fork (xsk_fork.c) */
+	unsigned claim_gen; /* xsk_fork_gen when last claimed */
+	bool foreign; /* another process uses the connection: EBUSY here */
+	_Atomic unsigned svc_gen; /* listener: xsk_fork_gen when handed to the service thread */
+	unsigned refresh_gen; /* child: xsk_fork_gen when its fds were remade */
+	int refresh_fd; /* ... and the first application fd number given the new epoll */
 };
 
 /* One registration of an IWARP fd in an application epoll set. */
@@ -329,5 +342,29 @@ void xsk_ext_free(struct xsk *s);
  * RS_MAX_TRANSFER.  Bytes posted, 0 without credits or target buffer, or
  * -errno (the connection is broken). */
 int xsk_stream_post(struct xsk *s, uint64_t addr, uint32_t lkey, uint32_t len, uint64_t wr_id);
+/* ---- fork (xsk_fork.c; hooks in xsk_proto.c and xsk_intercept.c) ---------- */
+
+/* Register the fork handlers: once, when the stack is loaded (after the
+ * stack's own, so that ours prepare first). */
+void xsk_fork_register(void);
+/* Incremented in parent and child at each fork (atomic). */
+extern _Atomic unsigned xsk_fork_gen;
+/* First use after a fork (from xsk_progress, s->mu held): claim the
+ * connection or listener; a socket another process claimed first becomes
+ * foreign.  false if s is foreign (the caller reports EBUSY). */
+bool xsk_fork_use(struct xsk *s);
+/* accept(): a listener inherited by a child gets a service thread again. */
+void xsk_fork_listener_use(struct xsk *s);
+/* close(): true if closing must not disconnect (the connection is shared
+ * and this process has not used it, or another process uses it). */
+bool xsk_fork_quiet(struct xsk *s);
+void xsk_svc_fork_prepare(void);
+void xsk_svc_fork_parent(void);
+void xsk_svc_fork_child(void);
+void xsk_tab_fork_prepare(void);
+void xsk_tab_fork_parent(void);
+/* The child: re-initialise the table lock; call fn once per fd number
+ * naming a socket (in increasing order). */
+void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s));
 
 #endif

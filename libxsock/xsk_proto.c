@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -594,6 +595,11 @@ void xsk_progress(struct xsk *s)
 
 	if (!st || s->state == XSK_FRESH)
 		return;
+	if (!xsk_fork_use(s)) {
+		fail_connect(s, EBUSY); /* another process uses it (xsock(7) FORK) */
+		xsk_set_ready(s);
+		return;
+	}
 	/* one syscall to see which channel has events (poll_cq receives
 	 * whether or not the CQ channel fired) */
 	struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
@@ -1018,11 +1024,15 @@ int xsk_shutdown_locked(struct xsk *s, int how)
 static pthread_mutex_t svc_mu = PTHREAD_MUTEX_INITIALIZER;
 static int svc_ep = -1;
 static struct xsk *svc_list;
+static bool svc_running; /* the thread reached its loop (fork waits for that) */
 
 static void *svc_main(void *arg)
 {
 	struct epoll_event ev[16];
 
+	pthread_mutex_lock(&svc_mu);
+	svc_running = true;
+	pthread_mutex_unlock(&svc_mu);
 	for (;;) {
 		int n = xsk_real.epoll_wait(svc_ep, ev, 16, -1);
 		if (n < 0) {
@@ -1091,6 +1101,40 @@ static void svc_del(struct xsk *s)
 	pthread_mutex_unlock(&svc_mu);
 }
 
+void xsk_svc_fork_prepare(void)
+{
+	/* a thread still starting may be inside the allocator (a sanitizer's
+	 * is not fork-safe): wait until it runs its loop */
+	pthread_mutex_lock(&svc_mu);
+	while (svc_ep >= 0 && !svc_running) {
+		pthread_mutex_unlock(&svc_mu);
+		sched_yield();
+		pthread_mutex_lock(&svc_mu);
+	}
+}
+
+void xsk_svc_fork_parent(void)
+{
+	pthread_mutex_unlock(&svc_mu);
+}
+
+/* The child has no service thread and must not wait on the parent's epoll
+ * instance: listeners rejoin a new one when the child accepts on them. */
+void xsk_svc_fork_child(void)
+{
+	pthread_mutex_init(&svc_mu, NULL);
+	svc_running = false;
+	if (svc_ep >= 0)
+		xsk_real.close(svc_ep);
+	svc_ep = -1;
+	while (svc_list) {
+		struct xsk *s = svc_list;
+		svc_list = s->svc_next;
+		s->svc_next = NULL;
+		s->in_svc = false;
+	}
+}
+
 /* ---- teardown --------------------------------------------------------------------- */
 
 void xsk_free(struct xsk *s)
@@ -1105,16 +1149,16 @@ void xsk_free(struct xsk *s)
 	pthread_mutex_lock(&s->mu);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
-	if (st && s->id) {
+	if (st && s->id && !xsk_fork_quiet(s)) {
 		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
 			s->disc_sent = true;
 			post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
 		}
 		if (s->state == XSK_CONNECTED || s->state == XSK_CONNECTING)
 			st->disconnect(s->id);
-		if (s->id->qp)
-			st->destroy_qp(s->id);
 	}
+	if (st && s->id && s->id->qp)
+		st->destroy_qp(s->id);
 	if (st && s->cch) {
 		struct ibv_cq *cq;
 		void *ctx;

@@ -135,6 +135,14 @@ static void stack_init_once(void)
 	SYM(get_cq_event, "ibv_get_cq_event");
 	SYM(ack_cq_events, "ibv_ack_cq_events");
 	SYM(query_qp, "ibv_query_qp");
+	/* fork support (libiwarp's private node): optional */
+	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
+	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
+	void (*fork_init)(void);
+	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
+	if (fork_init)
+		fork_init(); /* the stack's fork handlers first */
+	xsk_fork_register();
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;
 }

@@ -65,7 +65,12 @@ struct cm_chan {
 	struct cm_event *head, *tail;
 	bool destroyed;
 	struct cm_chan *grave_next;
+	struct cm_chan *live_next, *live_prev; /* chan_live: for fork */
 };
+
+/* Live channels (xs_cm_fork_child gives the child its own eventfds). */
+static struct cm_chan *chan_live;
+static pthread_mutex_t chan_live_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Destroyed channels are kept until exit: rping's CM thread may come back
  * to rdma_get_cm_event after main destroyed the channel, and must then
@@ -103,6 +108,12 @@ static struct cm_chan *chan_new(void)
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_lock(&chan_live_lock);
+	c->live_next = chan_live;
+	if (chan_live)
+		chan_live->live_prev = c;
+	chan_live = c;
+	pthread_mutex_unlock(&chan_live_lock);
 	return c;
 }
 
@@ -223,6 +234,14 @@ static void chan_free(struct cm_chan *c)
 
 	if (!c)
 		return;
+	pthread_mutex_lock(&chan_live_lock);
+	if (c->live_prev)
+		c->live_prev->live_next = c->live_next;
+	else
+		chan_live = c->live_next;
+	if (c->live_next)
+		c->live_next->live_prev = c->live_prev;
+	pthread_mutex_unlock(&chan_live_lock);
 	pthread_mutex_lock(&c->lock);
 	while ((e = c->head)) {
 		c->head = e->next;
@@ -1690,4 +1709,41 @@ XS_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id
 	child->event = &e->ev;
 	*id = child;
 	return 0;
+}
+
+/* ---- fork and libxsock (xs_internal.h) ------------------------------------------ */
+
+void xs_cm_fork_child(void)
+{
+	pthread_mutex_init(&chan_live_lock, NULL);
+	pthread_mutex_init(&chan_graveyard_lock, NULL);
+	for (struct cm_chan *c = chan_live; c; c = c->live_next) {
+		pthread_mutex_init(&c->lock, NULL);
+		if (xs_fork_new_eventfd(c->ch.fd, 0, c->head ? 1 : 0) < 0)
+			xs_log("fork: CM channel fd %d: %s", c->ch.fd, strerror(errno));
+	}
+}
+
+struct xs_conn *xs_cm_conn(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+	struct xs_conn *conn;
+
+	if (id->qp)
+		return xs_qp_conn(id->qp);
+	pthread_mutex_lock(&c->lock);
+	conn = c->conn;
+	pthread_mutex_unlock(&c->lock);
+	return conn;
+}
+
+struct xs_listener *xs_cm_listener(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+	struct xs_listener *l;
+
+	pthread_mutex_lock(&c->lock);
+	l = c->listener;
+	pthread_mutex_unlock(&c->lock);
+	return l;
 }

@@ -44,7 +44,42 @@ struct xs_channel {
 	unsigned head, count, cap;
 	struct xs_cq *cqs[XS_CHANNEL_SPIN_CQS]; /* CQs ibv_get_cq_event spins on */
 	unsigned ncqs;
+	struct xs_channel *live_next, *live_prev; /* for fork */
 };
+
+static struct xs_channel *channels_live;
+static pthread_mutex_t channels_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int xs_fork_new_eventfd(int fd, unsigned flags, uint64_t value)
+{
+	int fl = fcntl(fd, F_GETFL);
+	int fdfl = fcntl(fd, F_GETFD);
+	int efl = EFD_CLOEXEC | (int)flags;
+	int n, rc = 0;
+
+	if (fl < 0 || fdfl < 0)
+		return -errno;
+	if (fl & O_NONBLOCK)
+		efl |= EFD_NONBLOCK;
+	n = eventfd(value > 0xffffffffu ? 0xffffffffu : (unsigned)value, efl);
+	if (n < 0)
+		return -errno;
+	if (dup3(n, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		rc = -errno;
+	close(n);
+	return rc;
+}
+
+/* The child's own eventfd per channel, holding one count per queued event. */
+void xs_cq_fork_child(void)
+{
+	pthread_mutex_init(&channels_lock, NULL);
+	for (struct xs_channel *c = channels_live; c; c = c->live_next) {
+		pthread_mutex_init(&c->lock, NULL);
+		if (xs_fork_new_eventfd(c->ch.fd, EFD_SEMAPHORE, c->count) < 0)
+			xs_log("fork: completion channel fd %d: %s", c->ch.fd, strerror(errno));
+	}
+}
 
 static struct xs_channel *to_xs_channel(struct ibv_comp_channel *ch)
 {
@@ -69,6 +104,12 @@ XS_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_lock(&channels_lock);
+	c->live_next = channels_live;
+	if (channels_live)
+		channels_live->live_prev = c;
+	channels_live = c;
+	pthread_mutex_unlock(&channels_lock);
 	return &c->ch;
 }
 
@@ -82,6 +123,14 @@ XS_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&channels_lock);
+	if (c->live_prev)
+		c->live_prev->live_next = c->live_next;
+	else
+		channels_live = c->live_next;
+	if (c->live_next)
+		c->live_next->live_prev = c->live_prev;
+	pthread_mutex_unlock(&channels_lock);
 	close(c->ch.fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c->fifo);

@@ -110,6 +110,11 @@ static struct xs_conn *qp_conn(struct xs_qp *q)
 	return __atomic_load_n(&q->conn, __ATOMIC_ACQUIRE);
 }
 
+struct xs_conn *xs_qp_conn(struct ibv_qp *qp)
+{
+	return qp_conn((struct xs_qp *)qp);
+}
+
 /* Lock the receive queue from an application thread: once connected the
  * engine places into it under the conn rx lock, which comes first. */
 static struct xs_conn *qp_rx_lock(struct xs_qp *q)

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -131,6 +132,15 @@ struct xs_conn {
 
 	struct xs_conn *cmd_next; /* engine command queue */
 	unsigned cmd_flags;
+
+	/* fork (xs_fork.c): every connection is on eng.conns; after a fork a
+	 * shared connection is DORMANT here until this process claims it
+	 * through the shared owner word, or FOREIGN once another did */
+	struct xs_conn *all_next, *all_prev;
+	_Atomic int fork_mode; /* enum xs_fork_mode */
+	int fork_next; /* the mode the fork being prepared gives it */
+	_Atomic int *share; /* owner pid in a MAP_SHARED arena, 0 = unclaimed */
+	struct xs_arena *arena;
 };
 
 enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8 };
@@ -145,6 +155,12 @@ struct xs_listener {
 	_Atomic bool closing;
 	struct xs_listener *cmd_next;
 	bool cmd_queued;
+	/* fork: on eng.listeners; a child's copy accepts nothing until this
+	 * process uses it (xs_fork_claim_listener) */
+	struct xs_listener *all_next, *all_prev;
+	bool poll_armed;
+	bool fork_dormant;
+	bool forked; /* another process may hold the socket: never shutdown() */
 };
 
 static struct {
@@ -161,7 +177,17 @@ static struct {
 	struct xs_conn *hs_list;
 	bool timer_armed;
 	struct __kernel_timespec timer_ts;
-} eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER };
+	/* fork: the registry of connections and listeners (reg_mu, taken
+	 * before mu), and the engine's pause around fork() */
+	pthread_mutex_t reg_mu;
+	struct xs_conn *conns;
+	struct xs_listener *listeners;
+	bool started;
+	_Atomic bool pause_req;
+	bool paused;
+	pthread_cond_t pause_cv;
+} eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER,
+	  .reg_mu = PTHREAD_MUTEX_INITIALIZER, .pause_cv = PTHREAD_COND_INITIALIZER };
 
 static __thread bool on_engine_thread;
 /* the connection an application thread is receiving on (xs_conn_poll) */
@@ -192,6 +218,7 @@ static void engine_init(void)
 		return;
 	}
 	pthread_detach(eng.thread);
+	eng.started = true;
 }
 
 static int engine_get(void)
@@ -211,6 +238,7 @@ static void engine_wake(void)
 /* Ask the engine thread to do something with a connection. */
 static void conn_command(struct xs_conn *c, unsigned flags)
 {
+	engine_get(); /* a forked child starts its engine on first use */
 	pthread_mutex_lock(&eng.mu);
 	if (!c->cmd_flags) {
 		c->cmd_next = eng.cmds;
@@ -227,6 +255,15 @@ static uint64_t now_ms(void);
 
 static void conn_free(struct xs_conn *c)
 {
+	pthread_mutex_lock(&eng.reg_mu);
+	if (c->all_prev)
+		c->all_prev->all_next = c->all_next;
+	else
+		eng.conns = c->all_next;
+	if (c->all_next)
+		c->all_next->all_prev = c->all_prev;
+	xs_arena_unref(c->arena);
+	pthread_mutex_unlock(&eng.reg_mu);
 	if (c->listener)
 		listener_unref(c->listener);
 	if (c->fd >= 0)
@@ -272,7 +309,33 @@ static struct xs_conn *conn_new(int fd)
 	pthread_mutex_init(&c->rx_mu, NULL);
 	pthread_mutex_init(&c->tx_mu, NULL);
 	pthread_cond_init(&c->tx_cv, NULL);
+	pthread_mutex_lock(&eng.reg_mu);
+	c->all_next = eng.conns;
+	if (eng.conns)
+		eng.conns->all_prev = c;
+	eng.conns = c;
+	pthread_mutex_unlock(&eng.reg_mu);
 	return c;
+}
+
+/* shutdown(2) only on a connection this process owns: a dormant or foreign
+ * copy of a forked connection belongs to another process. */
+static void conn_shut(struct xs_conn *c, int how)
+{
+	if (atomic_load_explicit(&c->fork_mode, memory_order_acquire) == XS_FORK_MINE)
+		shutdown(c->fd, how);
+}
+
+static void listener_list_del(struct xs_listener *l)
+{
+	pthread_mutex_lock(&eng.reg_mu);
+	if (l->all_prev)
+		l->all_prev->all_next = l->all_next;
+	else
+		eng.listeners = l->all_next;
+	if (l->all_next)
+		l->all_next->all_prev = l->all_prev;
+	pthread_mutex_unlock(&eng.reg_mu);
 }
 
 static void listener_unref(struct xs_listener *l)
@@ -283,6 +346,7 @@ static void listener_unref(struct xs_listener *l)
 	last = --l->refs == 0;
 	pthread_mutex_unlock(&eng.mu);
 	if (last) {
+		listener_list_del(l);
 		close(l->fd);
 		pthread_mutex_destroy(&l->mu);
 		free(l);
@@ -297,6 +361,7 @@ static void listener_arm(struct xs_listener *l)
 	pthread_mutex_lock(&eng.mu);
 	l->refs++;
 	pthread_mutex_unlock(&eng.mu);
+	l->poll_armed = true;
 	arm_poll(l, TAG_LISTENER, l->fd, POLLIN);
 }
 
@@ -329,13 +394,24 @@ static void arm_poll(void *obj, int tag, int fd, unsigned events)
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)obj | (uintptr_t)tag));
 }
 
+/* Engine: cancel the pending poll of obj (its CQE then arrives with
+ * -ECANCELED and drops the poll's reference as usual). */
+static void poll_cancel(void *obj, int tag)
+{
+	struct io_uring_sqe *sqe = eng_sqe();
+
+	io_uring_prep_poll_remove(sqe, (uint64_t)((uintptr_t)obj | (uintptr_t)tag));
+	io_uring_sqe_set_data(sqe, NULL); /* tag 0: nothing to do */
+}
+
 static void hs_track(struct xs_conn *c);
 
 static void conn_arm(struct xs_conn *c)
 {
 	unsigned ev = POLLIN | POLLRDHUP;
 
-	if (c->poll_armed || c->state == CONN_CLOSED)
+	if (c->poll_armed || c->state == CONN_CLOSED ||
+	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
 		return;
 	if (c->state == CONN_CONNECTING)
 		ev = POLLOUT;
@@ -415,6 +491,8 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 
 static int tx_acquire(struct xs_conn *c)
 {
+	if (xs_conn_claim(c) < 0)
+		return -EBUSY;
 	pthread_mutex_lock(&c->tx_mu);
 	while ((c->tx_busy || c->rtr_wait) && !c->dead)
 		pthread_cond_wait(&c->tx_cv, &c->tx_mu);
@@ -642,7 +720,7 @@ static void engine_tx(struct xs_conn *c)
 		return;
 	}
 	if (fin)
-		shutdown(c->fd, SHUT_WR);
+		conn_shut(c, SHUT_WR);
 }
 
 /* ---- receive ---------------------------------------------------------------- */
@@ -779,7 +857,7 @@ static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, i
 		return;
 	if (c->ops && !c->owner_gone)
 		c->ops->failed(c->qp, local, err);
-	shutdown(c->fd, SHUT_RDWR);
+	conn_shut(c, SHUT_RDWR);
 	c->state = CONN_CLOSED;
 	conn_report_closed(c, status);
 }
@@ -1026,7 +1104,7 @@ static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *
 	}
 	if (status != 0) {
 		c->state = CONN_CLOSED;
-		shutdown(c->fd, SHUT_RDWR);
+		conn_shut(c, SHUT_RDWR);
 	}
 	if (cb)
 		cb(c->connect_ctx, status == 0 ? c : NULL, status, reply);
@@ -1046,7 +1124,7 @@ static void responder_drop(struct xs_conn *c)
 	c->state = CONN_CLOSED;
 	c->owner_gone = true;
 	c->engine_ref_dropped = true;
-	shutdown(c->fd, SHUT_RDWR);
+	conn_shut(c, SHUT_RDWR);
 	conn_unref(c); /* the engine's; a pending poll's keeps it until conn_event ends */
 }
 
@@ -1200,7 +1278,8 @@ static void hs_scan(void)
 static void conn_event(struct xs_conn *c, int res)
 {
 	c->poll_armed = false;
-	if (c->state == CONN_CLOSED || c->owner_gone) {
+	if (c->state == CONN_CLOSED || c->owner_gone ||
+	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE) {
 		conn_unref(c); /* the poll's reference */
 		return;
 	}
@@ -1260,8 +1339,10 @@ static void run_commands(void)
 		struct xs_listener *next = ll->cmd_next;
 		ll->cmd_queued = false;
 		if (ll->closing) {
+			if (ll->forked && ll->poll_armed)
+				poll_cancel(ll, TAG_LISTENER); /* no shutdown() woke it */
 			listener_unref(ll); /* its own reference */
-		} else {
+		} else if (!ll->fork_dormant && !ll->poll_armed) {
 			listener_arm(ll);
 		}
 		ll = next;
@@ -1276,8 +1357,11 @@ static void run_commands(void)
 		if (flags & CMD_CLOSE) {
 			if (c->state != CONN_CLOSED) {
 				c->state = CONN_CLOSED;
-				shutdown(c->fd, SHUT_RDWR);
+				conn_shut(c, SHUT_RDWR);
 			}
+			if (c->poll_armed &&
+			    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
+				poll_cancel(c, TAG_CONN); /* no shutdown() woke it */
 			if (!c->engine_ref_dropped) {
 				c->engine_ref_dropped = true;
 				conn_unref(c);
@@ -1314,7 +1398,8 @@ static void *engine_main(void *arg)
 				arm_wake();
 			} else if (tag == TAG_LISTENER) {
 				struct xs_listener *l = obj;
-				if (!l->closing)
+				l->poll_armed = false;
+				if (!l->closing && !l->fork_dormant)
 					listener_event(l);
 				listener_unref(l); /* the poll's reference */
 			} else if (tag == TAG_CONN) {
@@ -1326,6 +1411,16 @@ static void *engine_main(void *arg)
 		}
 		io_uring_cq_advance(&eng.ring, n);
 		run_commands();
+		if (atomic_load_explicit(&eng.pause_req, memory_order_acquire)) {
+			/* fork() in progress (xs_engine_pause): hold nothing */
+			pthread_mutex_lock(&eng.mu);
+			eng.paused = true;
+			pthread_cond_broadcast(&eng.pause_cv);
+			while (atomic_load(&eng.pause_req))
+				pthread_cond_wait(&eng.pause_cv, &eng.mu);
+			eng.paused = false;
+			pthread_mutex_unlock(&eng.mu);
+		}
 	}
 	return arg;
 }
@@ -1377,6 +1472,8 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
 {
 	ssize_t got = 0;
 
+	if (xs_conn_claim(c) < 0)
+		return -EPIPE; /* another process uses this connection */
 	if (on_engine_thread || pthread_mutex_trylock(&c->rx_mu))
 		return -EBUSY; /* the engine is receiving: it completes what comes */
 	if (!c->owner_gone && c->ops) {
@@ -1420,7 +1517,7 @@ void xs_conn_disconnect(struct xs_conn *c)
 		c->fin_sent = true;
 	pthread_mutex_unlock(&c->tx_mu);
 	if (now)
-		shutdown(c->fd, SHUT_WR);
+		conn_shut(c, SHUT_WR);
 	else
 		conn_command(c, CMD_TX);
 }
@@ -1469,6 +1566,12 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	l->ctx = ctx;
 	l->refs = 1;
 	pthread_mutex_init(&l->mu, NULL);
+	pthread_mutex_lock(&eng.reg_mu);
+	l->all_next = eng.listeners;
+	if (eng.listeners)
+		eng.listeners->all_prev = l;
+	eng.listeners = l;
+	pthread_mutex_unlock(&eng.reg_mu);
 	pthread_mutex_lock(&eng.mu);
 	l->cmd_next = eng.lcmds;
 	eng.lcmds = l;
@@ -1504,8 +1607,10 @@ void xs_listener_close(struct xs_listener *l)
 	if (!on_engine_thread)
 		pthread_mutex_unlock(&l->mu);
 	/* the engine closes and frees it once no connection refers to it */
+	engine_get();
 	pthread_mutex_lock(&eng.mu);
-	shutdown(l->fd, SHUT_RDWR);
+	if (!l->forked)
+		shutdown(l->fd, SHUT_RDWR);
 	if (!l->cmd_queued) {
 		l->cmd_next = eng.lcmds;
 		eng.lcmds = l;
@@ -1524,6 +1629,8 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 
 	if (c->state != CONN_WAIT_ACCEPT)
 		return -EINVAL;
+	if (atomic_load(&c->fork_mode) != XS_FORK_MINE)
+		return -EBUSY; /* the parent's request (xsock(7) FORK) */
 	rc = mpa_respond(prefs, &c->req, &rep, &c->agreed, &err);
 	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
 	if (n < 0)
@@ -1531,7 +1638,7 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 	int wrc = send_small(c->fd, buf, (size_t)n);
 	if (rc < 0 || wrc < 0) {
 		c->state = CONN_CLOSED;
-		shutdown(c->fd, SHUT_RDWR);
+		conn_shut(c, SHUT_RDWR);
 		return rc < 0 ? rc : wrc;
 	}
 	c->state = CONN_ACCEPTED;
@@ -1553,6 +1660,8 @@ int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len)
 
 	if (c->state != CONN_WAIT_ACCEPT)
 		return -EINVAL;
+	if (atomic_load(&c->fork_mode) != XS_FORK_MINE)
+		return -EBUSY; /* the parent's request (xsock(7) FORK) */
 	mpa_prefs_default(&prefs);
 	prefs.rev = xs_config()->mpa_rev;
 	prefs.pdata = pdata;
@@ -1561,7 +1670,7 @@ int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len)
 	ssize_t n = mpa_frame_encode(&rep, buf, sizeof(buf));
 	int rc = n < 0 ? (int)n : send_small(c->fd, buf, (size_t)n);
 	c->state = CONN_CLOSED;
-	shutdown(c->fd, SHUT_WR);
+	conn_shut(c, SHUT_WR);
 	return rc;
 }
 
@@ -1606,4 +1715,211 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 	}
 	conn_command(c, CMD_ARM);
 	return 0;
+}
+
+/* ---- fork (driven by xs_fork.c) -----------------------------------------------
+ * prepare: the engine thread parks at the end of its loop (holding no lock)
+ * and the registry is locked; each connection gets the mode it has on both
+ * sides of the fork.  An established connection this process may use
+ * becomes DORMANT in parent and child: neither receives on it until one of
+ * them claims it (xs_conn_claim: a compare-and-swap of the owner word in
+ * memory both processes map), so no process consumes the other's octets.
+ * Anything else (a handshake in progress, a connection another thread is
+ * using at this moment, a closed one) stays with the parent: FOREIGN in the
+ * child. */
+
+int xs_conn_claim(struct xs_conn *c)
+{
+	int m = atomic_load_explicit(&c->fork_mode, memory_order_acquire);
+	int me, owner = 0;
+
+	if (m == XS_FORK_MINE)
+		return 0;
+	if (m == XS_FORK_FOREIGN)
+		return -EBUSY;
+	me = (int)getpid();
+	if (!atomic_compare_exchange_strong(c->share, &owner, me) && owner != me) {
+		atomic_store(&c->fork_mode, XS_FORK_FOREIGN);
+		return -EBUSY;
+	}
+	m = XS_FORK_DORMANT;
+	if (atomic_compare_exchange_strong(&c->fork_mode, &m, XS_FORK_MINE))
+		conn_command(c, CMD_ARM | CMD_TX); /* receive from now on */
+	return 0;
+}
+
+int xs_conn_fork_mode(struct xs_conn *c)
+{
+	int m = atomic_load_explicit(&c->fork_mode, memory_order_acquire);
+
+	if (m == XS_FORK_DORMANT && c->share) {
+		int owner = atomic_load(c->share);
+		if (owner && owner != (int)getpid())
+			return XS_FORK_FOREIGN;
+	}
+	return m;
+}
+
+void xs_listener_claim(struct xs_listener *l)
+{
+	bool wake = false;
+
+	pthread_mutex_lock(&eng.mu);
+	if (l->fork_dormant && !l->closing) {
+		l->fork_dormant = false;
+		if (!l->cmd_queued) {
+			l->cmd_next = eng.lcmds;
+			eng.lcmds = l;
+			l->cmd_queued = true;
+		}
+		wake = true;
+	}
+	pthread_mutex_unlock(&eng.mu);
+	if (wake) {
+		engine_get();
+		engine_wake();
+	}
+}
+
+/* Park the engine thread (if this process has one) and lock the registry;
+ * return the number of connections that need a new owner word. */
+unsigned xs_engine_fork_prepare(void)
+{
+	unsigned need = 0;
+
+	pthread_mutex_lock(&eng.mu);
+	if (eng.started) {
+		atomic_store(&eng.pause_req, true);
+		pthread_mutex_unlock(&eng.mu);
+		engine_wake();
+		pthread_mutex_lock(&eng.mu);
+		while (!eng.paused)
+			pthread_cond_wait(&eng.pause_cv, &eng.mu);
+	}
+	pthread_mutex_unlock(&eng.mu);
+	pthread_mutex_lock(&eng.reg_mu);
+	pthread_mutex_lock(&eng.mu);
+	for (struct xs_conn *c = eng.conns; c; c = c->all_next) {
+		int m = xs_conn_fork_mode(c);
+		bool idle = false;
+
+		if (m != XS_FORK_FOREIGN && c->state == CONN_ESTABLISHED && !c->owner_gone &&
+		    pthread_mutex_trylock(&c->rx_mu) == 0) {
+			pthread_mutex_lock(&c->tx_mu);
+			idle = !c->dead && (!c->tx_busy || c->tx_engine);
+			pthread_mutex_unlock(&c->tx_mu);
+			pthread_mutex_unlock(&c->rx_mu);
+		}
+		c->fork_next = idle ? XS_FORK_DORMANT : XS_FORK_FOREIGN;
+		if (m == XS_FORK_FOREIGN)
+			atomic_store(&c->fork_mode, XS_FORK_FOREIGN);
+		/* a word nobody claimed since the last fork still describes
+		 * identical copies: keep it; else a fresh one */
+		if (idle && !(c->share && atomic_load(c->share) == 0))
+			need++;
+	}
+	return need;
+}
+
+/* Give the connections that need one a word of the new arena (owner 0). */
+void xs_engine_fork_assign(struct xs_arena *a, _Atomic int *slots)
+{
+	unsigned i = 0;
+
+	for (struct xs_conn *c = eng.conns; c; c = c->all_next) {
+		if (c->fork_next != XS_FORK_DORMANT || (c->share && atomic_load(c->share) == 0))
+			continue;
+		if (!a) {
+			c->fork_next = XS_FORK_FOREIGN; /* no shared word: the parent keeps it */
+			continue;
+		}
+		xs_arena_unref(c->arena);
+		c->arena = a;
+		xs_arena_ref(a);
+		c->share = &slots[i++];
+		atomic_store(c->share, 0);
+	}
+}
+
+void xs_engine_fork_parent(void)
+{
+	for (struct xs_conn *c = eng.conns; c; c = c->all_next)
+		if (c->fork_next == XS_FORK_DORMANT)
+			atomic_store(&c->fork_mode, XS_FORK_DORMANT);
+	for (struct xs_listener *l = eng.listeners; l; l = l->all_next)
+		l->forked = true;
+	atomic_store(&eng.pause_req, false);
+	pthread_cond_broadcast(&eng.pause_cv);
+	pthread_mutex_unlock(&eng.mu);
+	pthread_mutex_unlock(&eng.reg_mu);
+}
+
+/* The child: no engine thread, and the ring belongs to the parent.  Drop
+ * what the parent's ring and command queues held, give every connection
+ * its mode, and let the first use start a new engine. */
+void xs_engine_fork_child(void)
+{
+	struct xs_conn *c, *next;
+	struct xs_listener *l, *lnext;
+
+	pthread_mutex_init(&eng.mu, NULL);
+	pthread_mutex_init(&eng.reg_mu, NULL);
+	pthread_cond_init(&eng.pause_cv, NULL);
+	atomic_store(&eng.pause_req, false);
+	eng.paused = false;
+	if (eng.started) {
+		io_uring_queue_exit(&eng.ring); /* our mapping and fd only */
+		close(eng.wake_fd);
+	}
+	eng.started = false;
+	eng.init_err = 0;
+	eng.once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	eng.timer_armed = false;
+	for (c = eng.cmds; c; c = c->cmd_next) {
+		c->cmd_flags = 0;
+		c->refs--;
+	}
+	eng.cmds = NULL;
+	for (c = eng.hs_list; c; c = c->hs_next) {
+		c->on_hs_list = false;
+		c->refs--;
+	}
+	eng.hs_list = NULL;
+	for (l = eng.lcmds; l; l = l->cmd_next) {
+		l->cmd_queued = false;
+		if (l->closing)
+			l->refs--; /* run_commands would have dropped its own */
+	}
+	eng.lcmds = NULL;
+	for (c = eng.conns; c; c = next) {
+		next = c->all_next;
+		pthread_mutex_init(&c->rx_mu, NULL);
+		pthread_mutex_init(&c->tx_mu, NULL);
+		pthread_cond_init(&c->tx_cv, NULL);
+		atomic_store(&c->fork_mode, c->fork_next);
+		if (c->fork_next == XS_FORK_FOREIGN) {
+			c->dead = true; /* the parent's: no tx from here */
+			c->tx_busy = false;
+		}
+		if (c->poll_armed) {
+			c->poll_armed = false;
+			c->refs--;
+		}
+		if (c->refs <= 0)
+			conn_free(c);
+	}
+	for (l = eng.listeners; l; l = lnext) {
+		lnext = l->all_next;
+		pthread_mutex_init(&l->mu, NULL);
+		l->forked = true;
+		l->fork_dormant = true;
+		if (l->poll_armed) {
+			l->poll_armed = false;
+			l->refs--;
+		}
+		if (l->refs <= 0) {
+			l->refs = 1;
+			listener_unref(l);
+		}
+	}
 }

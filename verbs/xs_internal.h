@@ -24,6 +24,8 @@
 #include "iwarp/iw_stream.h"
 #include "mpa/mpa.h"
 
+struct rdma_cm_id;
+
 #define XS_EXPORT __attribute__((visibility("default")))
 
 /* ---- configuration (environment, read once; see xsock-run(1)) ------------ */
@@ -208,6 +210,45 @@ typedef void (*xs_connect_fn)(void *ctx, struct xs_conn *conn, int status,
 			      const struct mpa_frame *reply);
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
 	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx);
+
+/* ---- fork (xs_fork.c, xs_engine.c; see xsock(7) FORK) ---------------------- */
+
+/* A connection's standing in this process after a fork. */
+enum xs_fork_mode {
+	XS_FORK_MINE = 0, /* never shared, or claimed by this process */
+	XS_FORK_DORMANT = 1, /* shared by a fork, nobody claimed it yet: not received on */
+	XS_FORK_FOREIGN = 2, /* another process uses it: no I/O, no FIN from here */
+};
+
+/* A MAP_SHARED page run of owner words made at a fork; refcounted by the
+ * connections of this process that use one of its words. */
+struct xs_arena;
+void xs_arena_ref(struct xs_arena *a);
+void xs_arena_unref(struct xs_arena *a); /* NULL is fine */
+
+/* Claim a connection for this process: 0 (now or already ours), -EBUSY
+ * if another process claimed it first.  Called by every transmit and by
+ * the receive fast path; the engine receives on it from then on. */
+int xs_conn_claim(struct xs_conn *c);
+int xs_conn_fork_mode(struct xs_conn *c); /* enum xs_fork_mode, without claiming */
+/* A listener inherited by a child accepts in this process from now on. */
+void xs_listener_claim(struct xs_listener *l);
+
+unsigned xs_engine_fork_prepare(void);
+void xs_engine_fork_assign(struct xs_arena *a, _Atomic int *slots);
+void xs_engine_fork_parent(void);
+void xs_engine_fork_child(void);
+/* The child gets private eventfds under the same fd numbers for every CM
+ * event channel (cm.c) and completion channel (verbs_cq.c): the parent's
+ * are shared files, and reading one would take the other's wake-up. */
+void xs_cm_fork_child(void);
+void xs_cq_fork_child(void);
+/* Replace the file under fd by a new eventfd (same flags) holding value. */
+int xs_fork_new_eventfd(int fd, unsigned flags, uint64_t value);
+/* The CM id's connection (through its QP, or the CM's own) or listener. */
+struct xs_conn *xs_cm_conn(struct rdma_cm_id *id);
+struct xs_listener *xs_cm_listener(struct rdma_cm_id *id);
+struct xs_conn *xs_qp_conn(struct ibv_qp *qp);
 
 /* ---- QP <-> CM (verbs_qp.c, used by cm.c) ---------------------------------- */
 

@@ -1,0 +1,173 @@
+/* fork(2) and IWARP sockets (xsock(7), section FORK).
+ *
+ * libiwarp parks its engine around fork and makes every established
+ * connection dormant on both sides until one process claims it (the first
+ * to use it); see verbs/xs_fork.c.  Here, around the same fork:
+ *   prepare  the service thread and the fd table are locked (registered
+ *            after libiwarp's handlers, so this runs before its prepare);
+ *   parent   xsk_fork_gen moves on: each socket claims its connection on
+ *            its next use (xsk_progress);
+ *   child    the same, and every IWARP socket gets files of its own: the
+ *            application's fd number (an epoll instance the parent shares)
+ *            is replaced by a new epoll fd holding the socket's channels
+ *            (libiwarp gave the child private eventfds under the same
+ *            numbers) and new ready/wake eventfds.  The service thread is
+ *            gone: a listener rejoins a new one at the child's accept().
+ * A socket whose connection another process claimed first is "foreign":
+ * every call fails with EBUSY, poll reports POLLERR|POLLHUP, and close()
+ * only drops this process's state. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_priv.h"
+
+_Atomic unsigned xsk_fork_gen;
+
+bool xsk_fork_use(struct xsk *s)
+{
+	unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
+	const struct xsk_stack *st;
+
+	if (s->foreign)
+		return false;
+	if (s->claim_gen == g)
+		return true;
+	s->claim_gen = g;
+	st = xsk_stack();
+	if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
+		s->foreign = true;
+	return !s->foreign;
+}
+
+void xsk_fork_listener_use(struct xsk *s)
+{
+	unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
+
+	if (atomic_exchange(&s->svc_gen, g) != g && s->state == XSK_LISTENING)
+		xsk_svc_add(s); /* nothing if it still has one */
+}
+
+bool xsk_fork_quiet(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (s->foreign)
+		return true;
+	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
+}
+
+/* ---- the child's own files ---------------------------------------------------- */
+
+/* A new eventfd holding value under the number fd (same O_NONBLOCK). */
+static void new_eventfd_at(int fd, uint64_t value)
+{
+	int fl, n;
+
+	if (fd < 0)
+		return;
+	fl = xsk_real.fcntl(fd, F_GETFL);
+	n = eventfd((unsigned)value, EFD_CLOEXEC | (fl >= 0 && (fl & O_NONBLOCK) ? EFD_NONBLOCK : 0));
+	if (n < 0)
+		return;
+	xsk_real.dup3(n, fd, O_CLOEXEC);
+	xsk_real.close(n);
+}
+
+static void ep_add_fd(int ep, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (fd >= 0)
+		xsk_real.epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Put a new epoll instance with s's wait fds under the number at, with the
+ * O_NONBLOCK and FD_CLOEXEC the old file had there. */
+static void new_epoll_at(struct xsk *s, int at)
+{
+	int fl = xsk_real.fcntl(at, F_GETFL);
+	int fdfl = xsk_real.fcntl(at, F_GETFD);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0)
+		return;
+	ep_add_fd(ep, s->ready_fd);
+	if (s->ch)
+		ep_add_fd(ep, s->ch->fd);
+	if (s->cch)
+		ep_add_fd(ep, s->cch->fd);
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		xsk_real.fcntl(ep, F_SETFL, O_NONBLOCK);
+	xsk_real.dup3(ep, at, fdfl >= 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	xsk_real.close(ep);
+}
+
+/* Locks and private fds of s (not its application fd numbers). */
+static void refresh_private(struct xsk *s)
+{
+	pthread_mutex_init(&s->mu, NULL);
+	s->claim_gen = 0; /* claim on next use */
+	if (s->state == XSK_FRESH)
+		return;
+	if (s->state == XSK_CONNECTING)
+		s->foreign = true; /* the handshake stays with the parent */
+	new_eventfd_at(s->ready_fd, s->ready_set ? 1 : 0);
+	new_eventfd_at(s->wake_fd, 0);
+	s->writers_waiting = 0;
+	if (!s->epfd_app && s->epfd >= 0)
+		new_epoll_at(s, s->epfd);
+	for (struct xsk *c = s->acceptq; c; c = c->lst_next)
+		refresh_private(c);
+}
+
+static void child_fd(int fd, struct xsk *s)
+{
+	unsigned g = atomic_load(&xsk_fork_gen);
+
+	if (s->refresh_gen != g) {
+		s->refresh_gen = g;
+		s->refresh_fd = fd;
+		refresh_private(s);
+		if (s->state != XSK_FRESH && s->epfd_app)
+			new_epoll_at(s, fd);
+		return;
+	}
+	if (s->state != XSK_FRESH && s->epfd_app && s->refresh_fd != fd) {
+		int fdfl = xsk_real.fcntl(fd, F_GETFD);
+		xsk_real.dup3(s->refresh_fd, fd, fdfl >= 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	}
+}
+
+/* ---- handlers ----------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	xsk_svc_fork_prepare();
+	xsk_tab_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	atomic_fetch_add(&xsk_fork_gen, 1);
+	xsk_tab_fork_parent();
+	xsk_svc_fork_parent();
+}
+
+static void fork_child(void)
+{
+	atomic_fetch_add(&xsk_fork_gen, 1);
+	xsk_svc_fork_child();
+	xsk_tab_fork_child(child_fd);
+}
+
+void xsk_fork_register(void)
+{
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+		fprintf(stderr, "libxsock: pthread_atfork failed; fork is unsafe\n");
+}

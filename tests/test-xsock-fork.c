@@ -1,0 +1,244 @@
+/* fork with IWARP sockets (xsock(7) FORK).
+ *  1. pre-fork server: a client process opens N+1 IWARP connections and
+ *     sends each a different checked payload; the server accepts N, forks
+ *     a child per connection that echoes it (and closes its copy of the
+ *     listener), closing its own copy at once; the last connection is
+ *     served by the parent itself, so its listener still works.
+ *  2. a process keeps using a connected IWARP pair while children run
+ *     system(), popen() and fork+exec.
+ *  3. both sides use one socket: the child uses it first and owns it; the
+ *     parent's calls on its copy fail with EBUSY and its close does not
+ *     disconnect; the child's close does (the peer reads EOF). */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/xs_test.h"
+#include "tests/xs_test_sock.h"
+
+#define NCONN 4
+#define PAYLOAD (96 * 1024)
+
+static void fill(uint8_t *b, size_t n, unsigned k)
+{
+	uint32_t x = 0x9e3779b9u * (k + 1);
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		b[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static int wait_child(pid_t pid)
+{
+	int st = 0;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Echo until EOF, then close. */
+static int echo(int fd)
+{
+	uint8_t buf[16384];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (xs_write_full(fd, buf, (size_t)n) < 0)
+			return 1;
+	return n == 0 && close(fd) == 0 ? 0 : 1;
+}
+
+/* The client process: all connections first, then each payload, each
+ * echo checked after its half-close. */
+static int client(const struct sockaddr_in *addr)
+{
+	static uint8_t out[PAYLOAD], in[PAYLOAD];
+	int fds[NCONN + 1];
+
+	for (int i = 0; i <= NCONN; i++) {
+		fds[i] = xs_sock_connect(1, addr);
+		if (fds[i] < 0) {
+			perror("client connect");
+			return 1;
+		}
+	}
+	for (int i = 0; i <= NCONN; i++) {
+		fill(out, PAYLOAD - (size_t)i, (unsigned)i);
+		if (xs_write_full(fds[i], out, PAYLOAD - (size_t)i) < 0 ||
+		    shutdown(fds[i], SHUT_WR) < 0) {
+			perror("client write");
+			return 1;
+		}
+	}
+	for (int i = 0; i <= NCONN; i++) {
+		size_t len = PAYLOAD - (size_t)i;
+		fill(out, len, (unsigned)i);
+		if (xs_read_full(fds[i], in, len) < 0 || memcmp(in, out, len) != 0 ||
+		    read(fds[i], in, 1) != 0) {
+			fprintf(stderr, "client: echo %d wrong\n", i);
+			return 1;
+		}
+		close(fds[i]);
+	}
+	return 0;
+}
+
+static void test_prefork_server(void)
+{
+	struct sockaddr_in addr;
+	pid_t kids[NCONN], cl;
+	int lfd = xs_sock_listen(1, &addr);
+	int mode = 0;
+	socklen_t ml = sizeof(mode);
+
+	REQUIRE(lfd >= 0);
+	cl = fork();
+	REQUIRE(cl >= 0);
+	if (cl == 0) {
+		close(lfd);
+		_exit(client(&addr));
+	}
+	for (int i = 0; i < NCONN; i++) {
+		int fd = accept(lfd, NULL, NULL);
+		REQUIRE(fd >= 0);
+		CHECK(getsockopt(fd, SOL_IWARP, IWARP_MODE, &mode, &ml) == 0 && mode == 1);
+		kids[i] = fork();
+		REQUIRE(kids[i] >= 0);
+		if (kids[i] == 0) {
+			close(lfd);
+			_exit(echo(fd));
+		}
+		CHECK(close(fd) == 0); /* the parent's copy: nothing reaches the peer */
+	}
+	/* the listener still accepts in the parent, which serves this one */
+	int fd = accept(lfd, NULL, NULL);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		CHECK(echo(fd) == 0);
+	for (int i = 0; i < NCONN; i++)
+		CHECK(wait_child(kids[i]) == 0);
+	CHECK(wait_child(cl) == 0);
+	CHECK(close(lfd) == 0);
+}
+
+/* A connected IWARP pair in this process. */
+static void make_pair(int *a, int *b)
+{
+	struct sockaddr_in addr;
+	int lfd = xs_sock_listen(1, &addr);
+
+	REQUIRE(lfd >= 0);
+	*a = xs_sock_connect(1, &addr);
+	REQUIRE(*a >= 0);
+	*b = accept(lfd, NULL, NULL);
+	REQUIRE(*b >= 0);
+	close(lfd);
+}
+
+static void roundtrip(int a, int b, unsigned k)
+{
+	uint8_t out[4096], in[4096];
+
+	fill(out, sizeof(out), k);
+	CHECK(xs_write_full(a, out, sizeof(out)) == 0);
+	CHECK(xs_read_full(b, in, sizeof(in)) == 0 && memcmp(in, out, sizeof(in)) == 0);
+	CHECK(xs_write_full(b, in, sizeof(in)) == 0);
+	CHECK(xs_read_full(a, out, sizeof(out)) == 0 && memcmp(in, out, sizeof(in)) == 0);
+}
+
+static void test_exec_children(void)
+{
+	int a, b;
+	char line[32] = "";
+
+	make_pair(&a, &b);
+	roundtrip(a, b, 1);
+	CHECK(system("exit 5") >> 8 == 5);
+	roundtrip(a, b, 2);
+	FILE *p = popen("echo popen-ok", "r");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(fgets(line, sizeof(line), p) != NULL && strcmp(line, "popen-ok\n") == 0);
+		CHECK(pclose(p) == 0);
+	}
+	roundtrip(a, b, 3);
+	/* data in flight while the child execs */
+	uint8_t out[1000], in[1000];
+	fill(out, sizeof(out), 4);
+	CHECK(xs_write_full(a, out, sizeof(out)) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", "exit 6", (char *)NULL);
+		_exit(99);
+	}
+	CHECK(wait_child(pid) == 6);
+	CHECK(xs_read_full(b, in, sizeof(in)) == 0 && memcmp(in, out, sizeof(in)) == 0);
+	roundtrip(b, a, 5);
+	/* a child that exits without touching the sockets */
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	CHECK(wait_child(pid) == 0);
+	roundtrip(a, b, 6);
+	/* close: the peer sees EOF */
+	CHECK(close(a) == 0);
+	CHECK(read(b, in, 1) == 0);
+	CHECK(close(b) == 0);
+}
+
+static void test_both_use(void)
+{
+	int a, b, pfd[2];
+	char buf[16];
+
+	make_pair(&a, &b);
+	REQUIRE(pipe(pfd) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		char x;
+		close(pfd[1]);
+		close(b); /* never used here: no effect on the connection */
+		int ok = write(a, "child", 5) == 5 && read(pfd[0], &x, 1) == 1 &&
+			 xs_read_full(a, buf, 5) == 0 && memcmp(buf, "reply", 5) == 0;
+		close(a); /* the owner's close: the peer sees EOF */
+		_exit(ok ? 0 : 1);
+	}
+	close(pfd[0]);
+	CHECK(xs_read_full(b, buf, 5) == 0 && memcmp(buf, "child", 5) == 0);
+	/* the parent's copy of a is the child's now */
+	errno = 0;
+	CHECK(write(a, "x", 1) == -1 && errno == EBUSY);
+	errno = 0;
+	CHECK(read(a, buf, 1) == -1 && errno == EBUSY);
+	struct pollfd p = { .fd = a, .events = POLLIN | POLLOUT };
+	CHECK(poll(&p, 1, 0) == 1 && (p.revents & POLLERR));
+	CHECK(close(a) == 0); /* no disconnect */
+	CHECK(xs_write_full(b, "reply", 5) == 0);
+	CHECK(write(pfd[1], "g", 1) == 1);
+	close(pfd[1]);
+	CHECK(wait_child(pid) == 0);
+	CHECK(read(b, buf, 1) == 0);
+	CHECK(close(b) == 0);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	test_prefork_server();
+	test_exec_children();
+	test_both_use();
+	return xs_test_result();
+}

@@ -1,0 +1,148 @@
+/* fork(2) support for libiwarp (xsock(7), section FORK).
+ *
+ * Threads and io_uring rings do not survive fork, and the files a process
+ * holds are shared with the child.  Around fork (pthread_atfork):
+ *   prepare  the engine thread parks holding no lock; every established
+ *            connection this process may use gets an owner word in a
+ *            MAP_SHARED arena both processes will map, set to 0
+ *            (unclaimed), and becomes DORMANT on both sides: no process
+ *            receives on it until one claims it (the first process to
+ *            transmit or poll its CQ swaps its pid into the word; the
+ *            other process then finds it FOREIGN and gets EBUSY/EPIPE).
+ *   parent   resumes the engine.
+ *   child    forgets the parent's ring and engine thread (a new one starts
+ *            on first use) and gets private eventfds under the same fd
+ *            numbers for its CM and completion channels.
+ * A DORMANT or FOREIGN copy never shuts the TCP connection down: closing
+ * it only drops this process's state and its reference to the socket,
+ * like close(2) of a TCP socket another process also holds.
+ *
+ * The private entry points for libxsock (version node XSOCK_PRIVATE_0)
+ * are at the end. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "verbs/xs_internal.h"
+
+struct xs_arena {
+	void *base;
+	size_t len;
+	int refs; /* under the engine's registry lock */
+};
+
+void xs_arena_ref(struct xs_arena *a)
+{
+	a->refs++;
+}
+
+void xs_arena_unref(struct xs_arena *a)
+{
+	if (!a || --a->refs > 0)
+		return;
+	munmap(a->base, a->len);
+	free(a);
+}
+
+static struct xs_arena *arena_new(unsigned words)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)words * sizeof(_Atomic int);
+	struct xs_arena *a;
+
+	if (page <= 0)
+		page = 4096;
+	len = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (a->base == MAP_FAILED) {
+		free(a);
+		return NULL;
+	}
+	a->len = len;
+	return a;
+}
+
+static void fork_prepare(void)
+{
+	unsigned need = xs_engine_fork_prepare(); /* registry locked from here */
+	struct xs_arena *a = need ? arena_new(need) : NULL;
+
+	/* no arena: those connections stay with the parent (FOREIGN in the child) */
+	xs_engine_fork_assign(a, a ? (_Atomic int *)a->base : NULL);
+}
+
+static void fork_parent(void)
+{
+	xs_engine_fork_parent();
+}
+
+static void fork_child(void)
+{
+	xs_engine_fork_child();
+	xs_cm_fork_child();
+	xs_cq_fork_child();
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_register(void)
+{
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+		xs_log("fork: pthread_atfork failed; fork is unsafe");
+}
+
+/* Register the handlers (once).  libxsock calls this before it registers
+ * its own, whatever order the libraries were initialised in: its prepare
+ * handler must run first (prepare handlers run in reverse order), since
+ * its service thread may need the engine to finish a round. */
+XS_EXPORT void xsock_priv_fork_init(void);
+XS_EXPORT void xsock_priv_fork_init(void)
+{
+	pthread_once(&fork_once, fork_register);
+}
+
+__attribute__((constructor)) static void xs_fork_init(void)
+{
+	xsock_priv_fork_init();
+}
+
+/* ---- private entry points for libxsock ------------------------------------------ */
+
+/* Use the id's connection (or listener) in this process from now on:
+ * 0, or -EBUSY if another process claimed the connection first. */
+XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id);
+XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id)
+{
+	struct xs_listener *l;
+	struct xs_conn *c;
+
+	if (!id)
+		return -EINVAL;
+	l = xs_cm_listener(id);
+	if (l) {
+		xs_listener_claim(l);
+		return 0;
+	}
+	c = xs_cm_conn(id);
+	return c ? xs_conn_claim(c) : 0;
+}
+
+/* The id's connection's enum xs_fork_mode, without claiming it (0 when it
+ * has none). */
+XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id);
+XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id)
+{
+	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
+
+	return c ? xs_conn_fork_mode(c) : XS_FORK_MINE;
+}
