@@ -50,7 +50,9 @@ void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- device limits (what ibv_query_device reports and what is enforced) -- */
 
-#define XS_MAX_QP 4096
+/* per process; a QP costs no fixed table slot, only its memory and one TCP
+ * fd, so the limit is there for ibv_query_device and a runaway program */
+#define XS_MAX_QP 16384
 #define XS_MAX_QP_WR 4096
 #define XS_MAX_SGE 16
 #define XS_MAX_CQE 65536
