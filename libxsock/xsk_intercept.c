@@ -217,8 +217,13 @@ static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
 
 	pthread_mutex_lock(&s->mu);
 	n = xsk_wait_fds(s, fds, writer);
-	if (writer)
+	if (writer) {
 		s->writers_waiting++;
+		/* another thread may have made progress since the caller's
+		 * attempt, before it could see a waiting writer to wake */
+		if (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))
+			timeout_ms = 0;
+	}
 	pthread_mutex_unlock(&s->mu);
 	for (int i = 0; i < n; i++)
 		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
@@ -1291,6 +1296,12 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 					cf[k++] = sk->wake_fd;
 					sk->writers_waiting++;
 					writer[i] = true;
+					/* writable since sk_poll_one: nobody woke us */
+					if (xsk_revents(sk) & (POLLOUT | POLLERR | POLLHUP)) {
+						uint64_t one = 1;
+						if (xsk_real.write(sk->wake_fd, &one, sizeof(one)) < 0)
+							one = 0;
+					}
 				}
 				pthread_mutex_unlock(&sk->mu);
 				for (int j = 0; j < k; j++)

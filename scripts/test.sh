@@ -15,7 +15,7 @@ run_check() {
     "$top/scripts/build.sh" "$bdir" "$@"
     if ! make -C "$bdir" -s -j"$(nproc)" check; then
         for f in $(find "$bdir/tests" -name '*.log' 2>/dev/null); do
-            if grep -q '^FAIL\|^ERROR' "${f%.log}.trs" 2>/dev/null; then
+            if grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null; then
                 echo "---- $f"; tail -50 "$f"
             fi
         done
@@ -40,7 +40,7 @@ if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" make -C "$top/build-
     TESTS="tests/test-cm-basic tests/test-cm-e2e tests/test-verbs-objects tests/test-stag-security \
 tests/test-verbs-errors tests/test-verbs-faults tests/test-verbs-fork tests/test-malicious-peer"; then
     for f in "$top"/build-tsan/tests/*.log; do
-        grep -q '^FAIL\|^ERROR' "${f%.log}.trs" 2>/dev/null && { echo "---- $f"; tail -50 "$f"; }
+        grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null && { echo "---- $f"; tail -50 "$f"; }
     done
     exit 1
 fi
