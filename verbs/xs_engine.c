@@ -778,6 +778,8 @@ static bool rtr_untagged(struct xs_conn *c, uint32_t qn, const struct ddp_delive
 			xs_log("P2P: IRD buffer lost");
 		if (xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, NULL, 0) < 0)
 			xs_log("P2P: Read RTR not answered");
+		else
+			engine_tx(c); /* the answer goes out first, before any ULP FPDU */
 		rtr_done(c);
 		return true;
 	}
