@@ -1504,6 +1504,25 @@ int xs_conn_addrs(const struct xs_conn *c, struct sockaddr_storage *local,
 	return 0;
 }
 
+int xs_conn_tcp(struct xs_conn *c, int op, int level, int name, void *val, socklen_t *len)
+{
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	if (c->fd < 0)
+		return -ENOTCONN;
+	switch (op) {
+	case XS_TCP_GETOPT:
+		return getsockopt(c->fd, level, name, val, len) < 0 ? -errno : 0;
+	case XS_TCP_SETOPT:
+		return setsockopt(c->fd, level, name, val, *len) < 0 ? -errno : 0;
+	case XS_TCP_ABORT:
+		/* connect(AF_UNSPEC) disconnects a TCP socket with an RST */
+		return connect(c->fd, &sa, sizeof(sa)) < 0 ? -errno : 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx)
 {
 	c->closed_cb = cb;
