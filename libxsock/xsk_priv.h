@@ -257,6 +257,8 @@ struct xsk {
 	bool peer_shut_wr; /* SHUTDOWN received: EOF after the data */
 	bool peer_gone; /* DISCONNECT received or the connection ended */
 	bool peer_ctrl; /* ... by the peer's DISCONNECT/SHUTDOWN (not a reset) */
+	bool cm_gone; /* DISCONNECTED arrived (its status tells a reset) */
+	bool qp_failed; /* a work request completed in error */
 	bool disc_sent;
 	bool in_accept_queue;
 

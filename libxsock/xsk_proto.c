@@ -320,6 +320,15 @@ static void local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN])
 
 static void give_credits(struct xsk *s);
 
+/* The stream ended without the peer's DISCONNECT or SHUTDOWN (a work
+ * request failed: the stack flushes them when the connection fails, and
+ * then always reports DISCONNECTED) but DISCONNECTED, which tells a reset from a FIN, is not
+ * here yet: no end of stream until it is. */
+static bool end_unknown(const struct xsk *s)
+{
+	return s->qp_failed && !s->peer_ctrl && !s->cm_gone && !s->disc_sent && !s->shut_rd;
+}
+
 /* The peer's connection data: the connection is up. */
 static int established(struct xsk *s, const void *pdata, size_t len)
 {
@@ -452,6 +461,8 @@ static void poll_cq(struct xsk *s)
 
 	while (s->cq && (n = ibv_poll_cq(s->cq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				s->qp_failed = true;
 			if (wc[i].wr_id & WR_RECV) {
 				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
 				if (wc[i].status != IBV_WC_SUCCESS || idx >= s->nrecv) {
@@ -571,8 +582,9 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 		/* a TCP RST without the peer's DISCONNECT (SO_LINGER {1, 0},
 		 * or unread data at its close): ECONNRESET once, as TCP */
 		if (s->state == XSK_CONNECTED && ev->status == -ECONNRESET && !s->peer_ctrl &&
-		    !s->peer_gone && !s->disc_sent)
+		    !s->disc_sent)
 			s->err = ECONNRESET;
+		s->cm_gone = true;
 		if (s->state == XSK_CONNECTED)
 			conn_broken(s);
 		else if (s->state == XSK_CONNECTING)
@@ -797,7 +809,8 @@ short xsk_revents(struct xsk *s)
 			r |= POLLIN;
 		break;
 	case XSK_CONNECTED:
-		if (s->rbytes >= (size_t)s->rcvlowat || s->peer_shut_wr || s->shut_rd || s->err)
+		if (s->rbytes >= (size_t)s->rcvlowat || (s->peer_shut_wr && !end_unknown(s)) ||
+		    s->shut_rd || s->err)
 			r |= POLLIN;
 		if (s->err)
 			r |= POLLERR;
@@ -863,7 +876,7 @@ ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 		return -e;
 	}
 	if (!s->rbytes)
-		return s->peer_shut_wr ? 0 : -EAGAIN;
+		return s->peer_shut_wr && !end_unknown(s) ? 0 : -EAGAIN;
 	for (int v = 0; v < cnt; v++) {
 		uint8_t *dst = iov[v].iov_base;
 		size_t want = iov[v].iov_len;

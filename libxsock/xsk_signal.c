@@ -134,7 +134,13 @@ XSK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 	lock_all(&omask);
 	prev = atomic_load_explicit(&cur[sig], memory_order_relaxed) % XSK_SIG_SLOTS;
 	next = prev;
-	if (act && is_handler(act)) {
+	if (act && act->sa_sigaction == trampoline) {
+		/* our own handler, read by someone who bypassed us (a raw
+		 * system call): it stays in force as it was */
+		k = *act;
+		k.sa_flags |= SA_SIGINFO;
+		act = &k;
+	} else if (act && is_handler(act)) {
 		next = (prev + 1) % XSK_SIG_SLOTS;
 		ents[sig][next] = (struct sig_ent){
 			.handler = (act->sa_flags & SA_SIGINFO) ?

@@ -115,6 +115,7 @@ struct xs_conn {
 	xs_conn_closed_fn closed_cb;
 	void *closed_ctx;
 	bool closed_reported;
+	int rx_reset; /* an application thread's receive took the RST's error (rx_mu) */
 
 	/* RFC 6581 peer-to-peer mode: the responder sends nothing until the
 	 * initiator's RTR arrived (rtr_wait); an initiator that sent a Read RTR
@@ -957,8 +958,13 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			break;
 		}
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-			if (!engine)
-				break; /* the engine's poll sees it too */
+			if (!engine) {
+				/* the engine's poll sees the end too, but the
+				 * RST's error is read only once */
+				if (n < 0 && errno == ECONNRESET)
+					c->rx_reset = ECONNRESET;
+				break;
+			}
 			/* FIN or RST: after a Terminate it is the remote error */
 			struct xs_err e;
 			if (c->term_seen)
@@ -968,6 +974,8 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			int status = n == 0 && (c->fin_sent || !c->term_seen) ? 0 : -ECONNRESET;
 			if (n < 0)
 				status = -errno;
+			else if (c->rx_reset)
+				status = -c->rx_reset;
 			conn_fail(c, false, &e, status);
 			break;
 		}
