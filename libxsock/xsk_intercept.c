@@ -10,8 +10,9 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <netinet/tcp.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -209,8 +210,8 @@ static int64_t now_ms(void)
 
 /* Block until the socket may have made progress (or timeout).  A writer
  * registers itself so that a thread which makes the socket writable wakes
- * it.  -EINTR. */
-static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
+ * it.  0, -EINTR or -XSK_ERESTART (xsk_sig_poll; snap: the call's start). */
+static int sk_wait(struct xsk *s, int timeout_ms, bool writer, struct xsk_sigsnap *snap)
 {
 	struct pollfd p[3];
 	int fds[3], n, rc = 0;
@@ -229,8 +230,7 @@ static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
 		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	if (!n)
 		return -ENOTCONN;
-	if (xsk_real.poll(p, (nfds_t)n, timeout_ms) < 0)
-		rc = -errno;
+	rc = xsk_sig_poll(p, (nfds_t)n, timeout_ms, snap);
 	if (writer) {
 		uint64_t v;
 		pthread_mutex_lock(&s->mu);
@@ -240,6 +240,39 @@ static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
 		pthread_mutex_unlock(&s->mu);
 	}
 	return rc;
+}
+
+static int remaining(int64_t deadline);
+
+/* The deadline of a blocking call under a socket timeout (SO_RCVTIMEO,
+ * SO_SNDTIMEO in us: 0 none, < 0 no wait): -1 for none. */
+static int64_t timeo_deadline(int64_t us)
+{
+	if (!us)
+		return -1;
+	return now_ms() + (us < 0 ? 0 : (us + 999) / 1000);
+}
+
+/* One wait of a blocking call that cannot go on yet, by the kernel's rules
+ * (socket(7), signal(7)): 0 to look again; -EAGAIN when the deadline
+ * passed; -EINTR when a handler without SA_RESTART ran, or one with it
+ * while the socket has a timeout or the call already moved data (which it
+ * then returns); a handler with SA_RESTART alone restarts the call. */
+static int wait_step(struct xsk *s, int64_t deadline, bool writer, bool moved,
+		     struct xsk_sigsnap *snap)
+{
+	int left = remaining(deadline);
+
+	if (left == 0)
+		return -EAGAIN;
+	int w = sk_wait(s, left, writer, snap);
+	if (w == -XSK_ERESTART) {
+		if (deadline >= 0 || moved)
+			return -EINTR;
+		xsk_sig_snap(snap); /* restarted */
+		return 0;
+	}
+	return w == -EINTR ? -EINTR : 0;
 }
 
 /* ---- socket / options ------------------------------------------------------------ */
@@ -343,6 +376,192 @@ static int set_iwarp_mode(int fd, int on)
 	return rc < 0 ? (int)fail(-rc) : 0;
 }
 
+/* ---- options libxsock honours ---- */
+
+#ifndef SO_RCVTIMEO_OLD
+#define SO_RCVTIMEO_OLD SO_RCVTIMEO
+#define SO_SNDTIMEO_OLD SO_SNDTIMEO
+#endif
+#ifndef SO_RCVTIMEO_NEW
+#define SO_RCVTIMEO_NEW SO_RCVTIMEO_OLD
+#define SO_SNDTIMEO_NEW SO_SNDTIMEO_OLD
+#endif
+#define XSK_MSS_DEFAULT 536 /* TCP's, before a connection exists */
+
+static bool is_timeo(int level, int name, bool *rcv)
+{
+	if (level != SOL_SOCKET)
+		return false;
+	*rcv = name == SO_RCVTIMEO_OLD || name == SO_RCVTIMEO_NEW;
+	return *rcv || name == SO_SNDTIMEO_OLD || name == SO_SNDTIMEO_NEW;
+}
+
+/* Options the connection's TCP socket gets (int values): set on it once
+ * the connection exists, read from it while it does. */
+static bool tcp_passes(int level, int name)
+{
+	switch (level) {
+	case SOL_SOCKET:
+		return name == SO_KEEPALIVE || name == SO_PRIORITY;
+	case IPPROTO_TCP:
+		return name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT ||
+		       name == TCP_USER_TIMEOUT;
+	case IPPROTO_IP:
+		return name == IP_TOS || name == IP_TTL;
+	case IPPROTO_IPV6:
+		return name == IPV6_TCLASS || name == IPV6_UNICAST_HOPS;
+	default:
+		return false;
+	}
+}
+
+static int sk_tcp(struct xsk *s, int op, int level, int name, void *val, socklen_t *len)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (!st || !st->tcp || !s->id || s->state != XSK_CONNECTED)
+		return -ENOTCONN;
+	return st->tcp(s->id, op, level, name, val, len);
+}
+
+void xsk_opts_apply(struct xsk *s)
+{
+	for (int i = 0; i < s->nopts; i++) {
+		if (!tcp_passes(s->opts[i].level, s->opts[i].name))
+			continue;
+		socklen_t l = sizeof(int);
+		sk_tcp(s, XSK_TCP_SETOPT, s->opts[i].level, s->opts[i].name, &s->opts[i].val, &l);
+	}
+}
+
+/* An accepted socket has its listener's options, as TCP's do. */
+static void inherit_opts(struct xsk *c, const struct xsk *l)
+{
+	memcpy(c->opts, l->opts, sizeof(c->opts));
+	c->nopts = l->nopts;
+	c->rcvtimeo_us = l->rcvtimeo_us;
+	c->sndtimeo_us = l->sndtimeo_us;
+	c->rcvlowat = l->rcvlowat;
+	c->linger_on = l->linger_on;
+	c->linger_s = l->linger_s;
+}
+
+/* The options libxsock keeps itself (s->mu held): 0 or -errno, 1 if name
+ * is not one of them. */
+static int opt_set_own(struct xsk *s, int level, int name, const void *val, socklen_t len)
+{
+	bool rcv;
+	int v;
+
+	if (is_timeo(level, name, &rcv)) {
+		struct timeval tv;
+		if (!val || len < sizeof(tv))
+			return -EINVAL;
+		memcpy(&tv, val, sizeof(tv));
+		if (tv.tv_usec < 0 || tv.tv_usec >= 1000000)
+			return -EDOM;
+		/* negative: do not wait at all (Linux) */
+		int64_t us = tv.tv_sec < 0 ? -1 : (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+		if (tv.tv_sec > (int64_t)1 << 40)
+			us = 0;
+		*(rcv ? &s->rcvtimeo_us : &s->sndtimeo_us) = us;
+		return 0;
+	}
+	if (level != SOL_SOCKET)
+		return 1;
+	switch (name) {
+	case SO_LINGER: {
+		struct linger lg;
+		if (!val || len < sizeof(lg))
+			return -EINVAL;
+		memcpy(&lg, val, sizeof(lg));
+		s->linger_on = lg.l_onoff != 0;
+		s->linger_s = lg.l_linger < 0 ? 0 : lg.l_linger;
+		return 0;
+	}
+	case SO_RCVLOWAT:
+		if (!val || len < sizeof(int))
+			return -EINVAL;
+		memcpy(&v, val, sizeof(v));
+		if (v < 0 || (uint32_t)v > s->rbuf_size / 2)
+			v = (int)(s->rbuf_size / 2); /* data beyond half the ring may never come */
+		s->rcvlowat = v ? v : 1;
+		return 0;
+	case SO_SNDLOWAT:
+		return -ENOPROTOOPT; /* as Linux */
+	default:
+		return 1;
+	}
+}
+
+static int put_int_opt(void *val, socklen_t *len, int v);
+
+/* getsockopt of the options above and of those answered from the
+ * connection: 0 or -errno, 1 if not one of them. */
+static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t *len)
+{
+	bool rcv;
+	socklen_t l;
+
+	if (!val || !len)
+		return -EFAULT;
+	if (is_timeo(level, name, &rcv)) {
+		int64_t us = rcv ? s->rcvtimeo_us : s->sndtimeo_us;
+		struct timeval tv = { 0, 0 };
+		if (us > 0)
+			tv = (struct timeval){ (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
+		l = *len < sizeof(tv) ? *len : (socklen_t)sizeof(tv);
+		memcpy(val, &tv, l);
+		*len = l;
+		return 0;
+	}
+	if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger lg = { s->linger_on, s->linger_s };
+		l = *len < sizeof(lg) ? *len : (socklen_t)sizeof(lg);
+		memcpy(val, &lg, l);
+		*len = l;
+		return 0;
+	}
+	if (level == SOL_SOCKET && name == SO_RCVLOWAT)
+		return put_int_opt(val, len, s->rcvlowat) < 0 ? -EINVAL : 0;
+	if (level == SOL_SOCKET && name == SO_SNDLOWAT)
+		return put_int_opt(val, len, 1) < 0 ? -EINVAL : 0;
+	if (level == IPPROTO_TCP && name == TCP_MAXSEG) {
+		/* the MSS of the TCP connection under the stream */
+		int mss = 0;
+		l = sizeof(mss);
+		if (sk_tcp(s, XSK_TCP_GETOPT, level, name, &mss, &l) < 0 || mss <= 0) {
+			if (!opt_find(s, level, name, &mss) || mss <= 0)
+				mss = XSK_MSS_DEFAULT;
+		}
+		return put_int_opt(val, len, mss) < 0 ? -EINVAL : 0;
+	}
+	if (level == IPPROTO_TCP && name == TCP_INFO) {
+		struct tcp_info ti;
+		l = sizeof(ti);
+		if (sk_tcp(s, XSK_TCP_GETOPT, level, name, &ti, &l) < 0) {
+			/* no connection to report on: zeros, and the state */
+			memset(&ti, 0, sizeof(ti));
+			ti.tcpi_state = s->state == XSK_LISTENING ? TCP_LISTEN :
+					s->state == XSK_CONNECTED ? TCP_ESTABLISHED : TCP_CLOSE;
+			l = sizeof(ti);
+		}
+		if (*len < l)
+			l = *len;
+		memcpy(val, &ti, l);
+		*len = l;
+		return 0;
+	}
+	if (tcp_passes(level, name)) {
+		int v = 0;
+		l = sizeof(v);
+		if (sk_tcp(s, XSK_TCP_GETOPT, level, name, &v, &l) < 0)
+			return 1; /* recorded */
+		return put_int_opt(val, len, v) < 0 ? -EINVAL : 0;
+	}
+	return 1;
+}
+
 XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct xsk *s;
@@ -363,14 +582,26 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		memcpy(&v, val, sizeof(v));
 	pthread_mutex_lock(&s->mu);
 	bool fresh = s->state == XSK_FRESH;
-	opt_record(s, level, name, v);
-	if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= 8192)
-		s->rbuf_size = v > (64 << 20) ? (64u << 20) : ((uint32_t)v & ~1u);
+	int rc = 0;
+	/* still the kernel's socket: it checks the value first */
+	if (fresh && REAL(setsockopt)(fd, level, name, val, len) < 0)
+		rc = -errno;
+	if (!rc)
+		rc = opt_set_own(s, level, name, val, len);
+	if (rc == 1) {
+		rc = 0;
+		opt_record(s, level, name, v);
+		if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= 8192)
+			s->rbuf_size = v > (64 << 20) ? (64u << 20) : ((uint32_t)v & ~1u);
+		if (!fresh && tcp_passes(level, name) && s->state == XSK_CONNECTED) {
+			int r = sk_tcp(s, XSK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
+			if (r < 0 && r != -ENOTCONN)
+				rc = r; /* the TCP socket refused the value */
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 	sk_put(s);
-	if (fresh)
-		return REAL(setsockopt)(fd, level, name, val, len);
-	return 0; /* recorded; an IWARP socket has no kernel socket options */
+	return rc ? (int)fail(-rc) : 0;
 }
 
 static int put_int_opt(void *val, socklen_t *len, int v)
@@ -412,6 +643,12 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 		return REAL(getsockopt)(fd, level, name, val, len);
 	}
 	xsk_progress(s);
+	int own = opt_get_own(s, level, name, val, len);
+	if (own <= 0) {
+		pthread_mutex_unlock(&s->mu);
+		sk_put(s);
+		return own ? (int)fail(-own) : 0;
+	}
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_ERROR:
@@ -440,15 +677,6 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 			opt_find(s, level, name, &v);
 			break;
 		}
-	} else if (level == IPPROTO_TCP && name == TCP_INFO && val && len) {
-		/* no TCP under the socket to report on: zeros, and the state */
-		struct tcp_info ti = { .tcpi_state = s->state == XSK_CONNECTED ? TCP_ESTABLISHED : TCP_CLOSE };
-		socklen_t l = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
-		memcpy(val, &ti, l);
-		*len = l;
-		pthread_mutex_unlock(&s->mu);
-		sk_put(s);
-		return 0;
 	} else {
 		opt_find(s, level, name, &v);
 	}
@@ -672,16 +900,21 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	}
 	xsk_progress(s);
+	struct xsk_sigsnap snap;
+	int64_t deadline = timeo_deadline(s->sndtimeo_us);
+	xsk_sig_snap(&snap);
 	while (s->state == XSK_CONNECTING) {
 		if (s->nonblock) {
 			rc = -EINPROGRESS;
 			goto out;
 		}
 		pthread_mutex_unlock(&s->mu);
-		int w = sk_wait(s, -1, true);
+		int w = wait_step(s, deadline, true, false, &snap);
 		pthread_mutex_lock(&s->mu);
-		if (w == -EINTR) {
-			rc = -EINTR; /* the connection goes on, like TCP */
+		if (w) {
+			/* the connection goes on, like TCP: EINTR, or after
+			 * SO_SNDTIMEO EINPROGRESS */
+			rc = w == -EAGAIN ? -EINPROGRESS : w;
 			goto out;
 		}
 		xsk_progress(s);
@@ -709,8 +942,13 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		return (int)fail(EINVAL);
 	}
 	xsk_fork_listener_use(s);
+	struct xsk_sigsnap snap;
+	int64_t deadline = -2; /* set on the first look */
+	xsk_sig_snap(&snap);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
+		if (deadline == -2)
+			deadline = timeo_deadline(s->rcvtimeo_us);
 		if (s->state != XSK_LISTENING) {
 			pthread_mutex_unlock(&s->mu);
 			rc = s->state == XSK_FRESH ? -2 : -EINVAL;
@@ -718,6 +956,8 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		}
 		xsk_progress(s);
 		c = xsk_accept_pop(s);
+		if (c)
+			inherit_opts(c, s);
 		xsk_set_ready(s);
 		bool nb = s->nonblock;
 		pthread_mutex_unlock(&s->mu);
@@ -727,10 +967,9 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 			rc = -EAGAIN;
 			break;
 		}
-		rc = sk_wait(s, -1, false);
-		if (rc == -EINTR)
-			break;
-		rc = 0;
+		rc = wait_step(s, deadline, false, false, &snap);
+		if (rc)
+			break; /* -EINTR, or -EAGAIN after SO_RCVTIMEO */
 	}
 	sk_put(s);
 	if (rc == -2)
@@ -751,6 +990,7 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	}
 	attach_fd(nfd, c);
 	pthread_mutex_lock(&c->mu);
+	xsk_opts_apply(c);
 	xsk_progress(c);
 	if (addr && len)
 		copy_addr(&c->peer, addr, len);
@@ -794,15 +1034,28 @@ static int iov_skip(const struct iovec *iov, int cnt, size_t skip, struct iovec 
 	return n;
 }
 
+/* A blocking receive returns once it has min(SO_RCVLOWAT, len) bytes (all
+ * of them with MSG_WAITALL), at end of stream or error, or (with what it
+ * has, or EAGAIN/EINTR) after SO_RCVTIMEO or a signal. */
 static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flags)
 {
-	bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
-	size_t want = iov_total(iov, cnt), got = 0;
+	bool peek = (flags & MSG_PEEK) != 0;
+	size_t want = iov_total(iov, cnt), got = 0, target;
 	struct iovec stackv[XSK_IOV_STACK], *v = stackv;
+	struct xsk_sigsnap snap;
+	int64_t deadline;
 	ssize_t r;
 
 	if (cnt < 0 || cnt > 1024)
 		return fail(EINVAL);
+	if (flags & MSG_OOB)
+		return fail(EOPNOTSUPP); /* no urgent data on an IWARP socket */
+	xsk_sig_snap(&snap);
+	pthread_mutex_lock(&s->mu);
+	deadline = timeo_deadline(s->rcvtimeo_us);
+	target = (flags & MSG_WAITALL) && !peek ? want :
+		 (size_t)s->rcvlowat < want ? (size_t)s->rcvlowat : want;
+	pthread_mutex_unlock(&s->mu);
 	if (cnt > XSK_IOV_STACK) {
 		v = malloc((size_t)cnt * sizeof(*v));
 		if (!v)
@@ -812,15 +1065,19 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 		int n = iov_skip(iov, cnt, got, v);
 		pthread_mutex_lock(&s->mu);
 		xsk_progress(s);
-		r = want ? xsk_recv_locked(s, v, n, flags) : 0;
+		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
+		if (peek && !nb && s->state == XSK_CONNECTED && s->rbytes < target && !s->err &&
+		    !s->peer_shut_wr && !s->shut_rd)
+			r = -EAGAIN; /* MSG_PEEK under SO_RCVLOWAT: wait for the mark */
+		else
+			r = want ? xsk_recv_locked(s, v, n, flags) : 0;
 		if (!want && s->state != XSK_CONNECTED)
 			r = -ENOTCONN;
-		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		xsk_set_ready(s);
 		pthread_mutex_unlock(&s->mu);
 		if (r > 0) {
 			got += (size_t)r;
-			if (!waitall || got == want)
+			if (peek || got >= target)
 				break;
 			continue;
 		}
@@ -833,10 +1090,10 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 			}
 			break;
 		}
-		int w = sk_wait(s, -1, false);
-		if (w == -EINTR) {
+		int w = wait_step(s, deadline, false, got > 0, &snap);
+		if (w) {
 			if (!got) {
-				errno = EINTR;
+				errno = -w; /* EAGAIN after SO_RCVTIMEO, EINTR */
 				got = (size_t)-1;
 			}
 			break;
@@ -847,13 +1104,23 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	return (ssize_t)got;
 }
 
+/* A blocking send returns when all is sent, or (with the count sent, or
+ * EAGAIN/EINTR) after SO_SNDTIMEO or a signal. */
 static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
 {
 	size_t total = iov_total(iov, cnt), done = 0;
+	struct xsk_sigsnap snap;
+	int64_t deadline;
 	ssize_t r;
 
 	if (cnt < 0 || cnt > 1024)
 		return fail(EINVAL);
+	if (flags & MSG_OOB)
+		return fail(EOPNOTSUPP);
+	xsk_sig_snap(&snap);
+	pthread_mutex_lock(&s->mu);
+	deadline = timeo_deadline(s->sndtimeo_us);
+	pthread_mutex_unlock(&s->mu);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		xsk_progress(s);
@@ -876,8 +1143,9 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 				return (ssize_t)done;
 			return fail(connecting ? EAGAIN : EAGAIN);
 		}
-		if (sk_wait(s, -1, true) == -EINTR)
-			return done ? (ssize_t)done : fail(EINTR);
+		int w = wait_step(s, deadline, true, done > 0, &snap);
+		if (w)
+			return done ? (ssize_t)done : fail(-w);
 	}
 }
 

@@ -104,8 +104,14 @@ struct xsk_stack {
 	 * and unclaimed, 2 another process's) */
 	int (*claim)(struct rdma_cm_id *);
 	int (*fork_mode)(struct rdma_cm_id *);
+	/* an option on the id's TCP connection, or an abortive close (op:
+	 * XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT); 0 or -errno
+	 * (NULL if absent) */
+	int (*tcp)(struct rdma_cm_id *, int op, int level, int name, void *val, socklen_t *len);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
+
+enum { XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT }; /* libiwarp's XS_TCP_* */
 
 /* Resolve libc's entry points once (idempotent, thread-safe). */
 void xsk_real_init(void);
@@ -197,6 +203,11 @@ struct xsk {
 	bool have_local;
 	struct xsk_opt opts[XSK_MAX_OPTS];
 	int nopts;
+	/* options libxsock honours itself (xsk_intercept.c) */
+	int64_t rcvtimeo_us, sndtimeo_us; /* SO_RCVTIMEO/SO_SNDTIMEO: 0 none, < 0 no wait */
+	int rcvlowat; /* SO_RCVLOWAT (>= 1) */
+	bool linger_on; /* SO_LINGER */
+	int linger_s;
 
 	/* CM */
 	struct rdma_event_channel *ch;
@@ -245,6 +256,9 @@ struct xsk {
 	bool shut_rd, shut_wr; /* local shutdown */
 	bool peer_shut_wr; /* SHUTDOWN received: EOF after the data */
 	bool peer_gone; /* DISCONNECT received or the connection ended */
+	bool peer_ctrl; /* ... by the peer's DISCONNECT/SHUTDOWN (not a reset) */
+	bool cm_gone; /* DISCONNECTED arrived (its status tells a reset) */
+	bool qp_failed; /* a work request completed in error */
 	bool disc_sent;
 	bool in_accept_queue;
 
@@ -314,6 +328,27 @@ void xsk_set_ready(struct xsk *s);
  * requests while the application is not in accept() (the kernel's backlog
  * does that for TCP).  s->mu not held. */
 int xsk_svc_add(struct xsk *s);
+
+/* The socket options the connection's TCP socket gets (xsk_intercept.c):
+ * the recorded ones, once the connection exists (s->mu held). */
+void xsk_opts_apply(struct xsk *s);
+
+/* ---- signals (xsk_signal.c) -------------------------------------------------- */
+
+/* What the application's signal handlers did on this thread: counts of
+ * handler runs with and without SA_RESTART. */
+struct xsk_sigsnap {
+	unsigned restart, intr;
+};
+void xsk_sig_snap(struct xsk_sigsnap *snap);
+/* poll(2) for a blocking socket call, by the kernel's rules for the
+ * interrupted call: 0 (progress or timeout: look again), -EINTR, or
+ * -XSK_ERESTART (only SA_RESTART handlers ran since snap; the caller
+ * restarts unless it has a timeout or moved data).  A handler that ran
+ * since snap but before the wait counts as an interruption, as a signal
+ * pending when the kernel would sleep does. */
+#define XSK_ERESTART 512 /* the kernel's ERESTARTSYS (never an errno) */
+int xsk_sig_poll(struct pollfd *p, nfds_t n, int timeout_ms, struct xsk_sigsnap *snap);
 
 /* ---- the extended calls (xsk_ext.c) ----------------------------------------- */
 

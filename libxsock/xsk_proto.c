@@ -118,6 +118,7 @@ struct xsk *xsk_new(int family)
 	}
 	s->sbuf_size = XSK_SBUF;
 	s->rq_size = XSK_RQ;
+	s->rcvlowat = 1;
 	return s;
 }
 
@@ -319,6 +320,15 @@ static void local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN])
 
 static void give_credits(struct xsk *s);
 
+/* The stream ended without the peer's DISCONNECT or SHUTDOWN (a work
+ * request failed: the stack flushes them when the connection fails, and
+ * then always reports DISCONNECTED) but DISCONNECTED, which tells a reset from a FIN, is not
+ * here yet: no end of stream until it is. */
+static bool end_unknown(const struct xsk *s)
+{
+	return s->qp_failed && !s->peer_ctrl && !s->cm_gone && !s->disc_sent && !s->shut_rd;
+}
+
 /* The peer's connection data: the connection is up. */
 static int established(struct xsk *s, const void *pdata, size_t len)
 {
@@ -341,6 +351,7 @@ static int established(struct xsk *s, const void *pdata, size_t len)
 		memcpy(&s->peer, &s->id->route.addr.dst_storage, sizeof(s->peer));
 		s->have_local = true;
 	}
+	xsk_opts_apply(s);
 	give_credits(s);
 	return 0;
 }
@@ -430,10 +441,13 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 		refresh_tsgl(s);
 		break;
 	case RS_OP_CTRL:
-		if (RS_MSG_DATA(msg) == RS_CTRL_DISCONNECT)
+		if (RS_MSG_DATA(msg) == RS_CTRL_DISCONNECT) {
+			s->peer_ctrl = true;
 			conn_broken(s);
-		else if (RS_MSG_DATA(msg) == RS_CTRL_SHUTDOWN)
+		} else if (RS_MSG_DATA(msg) == RS_CTRL_SHUTDOWN) {
+			s->peer_ctrl = true;
 			s->peer_shut_wr = true;
+		}
 		break;
 	default: /* iomap updates, direct writes: not used by this side */
 		break;
@@ -447,6 +461,8 @@ static void poll_cq(struct xsk *s)
 
 	while (s->cq && (n = ibv_poll_cq(s->cq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				s->qp_failed = true;
 			if (wc[i].wr_id & WR_RECV) {
 				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
 				if (wc[i].status != IBV_WC_SUCCESS || idx >= s->nrecv) {
@@ -563,6 +579,12 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* a TCP RST without the peer's DISCONNECT (SO_LINGER {1, 0},
+		 * or unread data at its close): ECONNRESET once, as TCP */
+		if (s->state == XSK_CONNECTED && ev->status == -ECONNRESET && !s->peer_ctrl &&
+		    !s->disc_sent)
+			s->err = ECONNRESET;
+		s->cm_gone = true;
 		if (s->state == XSK_CONNECTED)
 			conn_broken(s);
 		else if (s->state == XSK_CONNECTING)
@@ -787,8 +809,11 @@ short xsk_revents(struct xsk *s)
 			r |= POLLIN;
 		break;
 	case XSK_CONNECTED:
-		if (s->rbytes || s->peer_shut_wr || s->shut_rd)
+		if (s->rbytes >= (size_t)s->rcvlowat || (s->peer_shut_wr && !end_unknown(s)) ||
+		    s->shut_rd || s->err)
 			r |= POLLIN;
+		if (s->err)
+			r |= POLLERR;
 		if (s->peer_shut_wr)
 			r |= POLLRDHUP;
 		if (can_send(s) || s->shut_wr || s->peer_gone)
@@ -845,8 +870,13 @@ ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 	}
 	if (s->shut_rd)
 		return 0;
+	if (!s->rbytes && s->err) { /* a reset: the error once, then end of stream */
+		int e = s->err;
+		s->err = 0;
+		return -e;
+	}
 	if (!s->rbytes)
-		return s->peer_shut_wr ? 0 : -EAGAIN;
+		return s->peer_shut_wr && !end_unknown(s) ? 0 : -EAGAIN;
 	for (int v = 0; v < cnt; v++) {
 		uint8_t *dst = iov[v].iov_base;
 		size_t want = iov[v].iov_len;
@@ -945,6 +975,11 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 		return 0;
 	if (s->state != XSK_CONNECTED)
 		return -(s->state == XSK_CLOSED ? EPIPE : ENOTCONN);
+	if (s->err && s->peer_gone) { /* reset by the peer: once, then EPIPE */
+		int e = s->err;
+		s->err = 0;
+		return -e;
+	}
 	if (s->shut_wr || s->peer_gone)
 		return -EPIPE;
 	/* skip what an earlier round already sent */
@@ -1149,6 +1184,12 @@ void xsk_free(struct xsk *s)
 	pthread_mutex_lock(&s->mu);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
+	if (st && s->id && !xsk_fork_quiet(s) && s->linger_on && !s->linger_s &&
+	    s->state == XSK_CONNECTED && !s->peer_gone && st->tcp &&
+	    st->tcp(s->id, XSK_TCP_ABORT, 0, 0, NULL, NULL) == 0) {
+		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset */
+		s->disc_sent = true;
+	}
 	if (st && s->id && !xsk_fork_quiet(s)) {
 		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
 			s->disc_sent = true;

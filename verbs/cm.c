@@ -21,8 +21,10 @@
  *   TCP RST during the handshake: REJECTED, -ECONNRESET
  *   -ETIMEDOUT, -EHOSTUNREACH, -ENETUNREACH: UNREACHABLE with that status
  *   anything else (e.g. -EPROTO, a bad Reply): CONNECT_ERROR with the status
- *   DISCONNECTED: status 0, exactly once per connected id (local
- *       rdma_disconnect or the connection's end, whichever comes first).
+ *   DISCONNECTED: exactly once per connected id (local rdma_disconnect or
+ *       the connection's end, whichever comes first); status 0, or
+ *       -ECONNRESET when a TCP RST ended the connection (libxsock reports
+ *       it as TCP does).
  * IRD/ORD in events: CONNECT_REQUEST carries the initiator's numbers as the
  * acceptor should use them (responder_resources = peer ORD, initiator_depth =
  * peer IRD; legacy peers without the RFC 6581 header: 1/1); ESTABLISHED
@@ -968,7 +970,6 @@ static void cm_closed_cb(void *ctx, int status)
 	struct cm_id *c = ctx;
 	bool drop;
 
-	(void)status;
 	pthread_mutex_lock(&c->lock);
 	drop = c->closed_ref;
 	c->closed_ref = false;
@@ -976,7 +977,8 @@ static void cm_closed_cb(void *ctx, int status)
 		if (c->state == CM_CONNECTED) {
 			if (!c->disc_queued) {
 				c->disc_queued = true;
-				cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED, 0);
+				cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED,
+						status == -ECONNRESET ? status : 0);
 			}
 			c->state = CM_DISCONNECTED;
 		} else if (c->state == CM_ACCEPTING || c->state == CM_CONNECTING) {

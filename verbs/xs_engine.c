@@ -115,6 +115,7 @@ struct xs_conn {
 	xs_conn_closed_fn closed_cb;
 	void *closed_ctx;
 	bool closed_reported;
+	int rx_reset; /* an application thread's receive took the RST's error (rx_mu) */
 
 	/* RFC 6581 peer-to-peer mode: the responder sends nothing until the
 	 * initiator's RTR arrived (rtr_wait); an initiator that sent a Read RTR
@@ -957,8 +958,13 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			break;
 		}
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-			if (!engine)
-				break; /* the engine's poll sees it too */
+			if (!engine) {
+				/* the engine's poll sees the end too, but the
+				 * RST's error is read only once */
+				if (n < 0 && errno == ECONNRESET)
+					c->rx_reset = ECONNRESET;
+				break;
+			}
 			/* FIN or RST: after a Terminate it is the remote error */
 			struct xs_err e;
 			if (c->term_seen)
@@ -968,6 +974,8 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			int status = n == 0 && (c->fin_sent || !c->term_seen) ? 0 : -ECONNRESET;
 			if (n < 0)
 				status = -errno;
+			else if (c->rx_reset)
+				status = -c->rx_reset;
 			conn_fail(c, false, &e, status);
 			break;
 		}
@@ -1502,6 +1510,25 @@ int xs_conn_addrs(const struct xs_conn *c, struct sockaddr_storage *local,
 	if (peer && getpeername(c->fd, (struct sockaddr *)peer, &p) < 0)
 		return -errno;
 	return 0;
+}
+
+int xs_conn_tcp(struct xs_conn *c, int op, int level, int name, void *val, socklen_t *len)
+{
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	if (c->fd < 0)
+		return -ENOTCONN;
+	switch (op) {
+	case XS_TCP_GETOPT:
+		return getsockopt(c->fd, level, name, val, len) < 0 ? -errno : 0;
+	case XS_TCP_SETOPT:
+		return setsockopt(c->fd, level, name, val, *len) < 0 ? -errno : 0;
+	case XS_TCP_ABORT:
+		/* connect(AF_UNSPEC) disconnects a TCP socket with an RST */
+		return connect(c->fd, &sa, sizeof(sa)) < 0 ? -errno : 0;
+	default:
+		return -EINVAL;
+	}
 }
 
 void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx)

@@ -146,3 +146,15 @@ XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id)
 
 	return c ? xs_conn_fork_mode(c) : XS_FORK_MINE;
 }
+
+/* Socket options on the id's TCP connection (xs_conn_tcp): 0 or -errno;
+ * -ENOTCONN without one. */
+XS_EXPORT int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
+			     socklen_t *len);
+XS_EXPORT int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
+			     socklen_t *len)
+{
+	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
+
+	return c ? xs_conn_tcp(c, op, level, name, val, len) : -ENOTCONN;
+}
