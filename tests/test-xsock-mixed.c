@@ -7,6 +7,7 @@
  * a client that sends part of the MPA key and stops, clients that close
  * or reset at once, nonblocking accept with poll and epoll, the backlog,
  * closing the listener with plain clients pending, and no fd left open.
+ * A plain client queued before a fork is the parent's alone.
  * A verbs listener (rdma_listen, as rping uses) is not mixed: it closes a
  * client that does not send an MPA Request and reports no event. */
 #include "config.h"
@@ -22,6 +23,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "tests/xs_test.h"
@@ -470,6 +472,41 @@ static void case_backlog_close(void)
 	close(p3);
 }
 
+/* ---- fork ---------------------------------------------------------------------------- */
+
+/* A plain client queued when the server forks is the parent's: the child's
+ * nonblocking accept finds nothing, the parent gets the client. */
+static void case_fork(void)
+{
+	struct sockaddr_in a;
+	int l = xs_sock_listen(1, &a);
+	REQUIRE(l >= 0);
+	int pc = plain_connect(&a);
+	REQUIRE(pc >= 0);
+	CHECK(xs_write_full(pc, "queued", 6) == 0);
+	REQUIRE(readable(l, WAIT_MS));
+
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		int bad = fcntl(l, F_SETFL, O_NONBLOCK) != 0;
+		errno = 0;
+		int s = accept(l, NULL, NULL);
+		bad |= !(s == -1 && errno == EAGAIN);
+		_exit(bad);
+	}
+	int st = -1;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	int ps = accept_checked(l, 0, NULL);
+	char buf[8];
+	CHECK(xs_read_full(ps, buf, 6) == 0 && memcmp(buf, "queued", 6) == 0);
+	exchange(pc, ps, "after-fork");
+	close(pc);
+	close(ps);
+	close(l);
+}
+
 /* ---- a verbs listener is not mixed ------------------------------------------------- */
 
 static void case_verbs_listener(void)
@@ -552,6 +589,8 @@ int main(void)
 	fprintf(stderr, "nonblocking accept, poll, epoll: done\n");
 	case_backlog_close();
 	fprintf(stderr, "backlog and close: done\n");
+	case_fork();
+	fprintf(stderr, "fork: done\n");
 	case_verbs_listener();
 	fprintf(stderr, "verbs listener (not mixed): done\n");
 	CHECK(fds_back_to(base));

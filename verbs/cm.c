@@ -1776,6 +1776,20 @@ void xs_cm_fork_child(void)
 	pthread_mutex_init(&chan_graveyard_lock, NULL);
 	for (struct cm_chan *c = chan_live; c; c = c->live_next) {
 		pthread_mutex_init(&c->lock, NULL);
+		/* a mixed listener's plain clients queued before the fork
+		 * belong to the parent: drop the child's copies */
+		struct cm_event **pp = &c->head;
+		c->tail = NULL;
+		while (*pp) {
+			struct cm_event *e = *pp;
+			if (ev_is_plain(e) && e->ev.status >= 0) {
+				*pp = e->next;
+				ev_free(e);
+				continue;
+			}
+			c->tail = e;
+			pp = &e->next;
+		}
 		if (xs_fork_new_eventfd(c->ch.fd, 0, c->head ? 1 : 0) < 0)
 			xs_log("fork: CM channel fd %d: %s", c->ch.fd, strerror(errno));
 	}
