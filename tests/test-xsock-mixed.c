@@ -367,6 +367,41 @@ static void case_vanishing(void)
 	close(l);
 }
 
+/* The client's end sees the server's end go (EOF or reset) in time. */
+static bool sees_close(int fd)
+{
+	char b[8];
+
+	if (!readable(fd, WAIT_MS))
+		return false;
+	ssize_t n = read(fd, b, sizeof(b));
+	return n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
+}
+
+/* An MPA Request whose key arrives in two segments is still iWARP: a raw
+ * client (no rsockets connection data) gets an MPA Reply, a reject, not a
+ * plain accept. */
+static void case_split_request(void)
+{
+	static const uint8_t req[20] = "MPA ID Req Frame\x00\x01\x00\x00"; /* rev 1, no data */
+	struct sockaddr_in a;
+	char rep[20];
+	int one = 1;
+	int l = xs_sock_listen(1, &a);
+	REQUIRE(l >= 0);
+	int rc = plain_connect(&a);
+	REQUIRE(rc >= 0);
+	CHECK(setsockopt(rc, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+	CHECK(xs_write_full(rc, req, 9) == 0);
+	CHECK(xs_write_full(rc, req + 9, sizeof(req) - 9) == 0);
+	CHECK(readable(rc, WAIT_MS));
+	CHECK(xs_read_full(rc, rep, sizeof(rep)) == 0 && memcmp(rep, "MPA ID Rep Frame", 16) == 0);
+	CHECK(rep[16] & 0x20); /* R: rejected */
+	CHECK(sees_close(rc));
+	close(rc);
+	close(l);
+}
+
 /* ---- nonblocking accept with poll and epoll --------------------------------------- */
 
 static void case_nonblocking(void)
@@ -428,17 +463,6 @@ static void case_nonblocking(void)
 }
 
 /* ---- backlog and close --------------------------------------------------------------- */
-
-/* The client's end sees the server's end go (EOF or reset) in time. */
-static bool sees_close(int fd)
-{
-	char b[8];
-
-	if (!readable(fd, WAIT_MS))
-		return false;
-	ssize_t n = read(fd, b, sizeof(b));
-	return n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
-}
 
 static void case_backlog_close(void)
 {
@@ -585,6 +609,8 @@ int main(void)
 	fprintf(stderr, "silent and partial-key clients: done\n");
 	case_vanishing();
 	fprintf(stderr, "vanishing clients: done\n");
+	case_split_request();
+	fprintf(stderr, "MPA Request in two segments: done\n");
 	case_nonblocking();
 	fprintf(stderr, "nonblocking accept, poll, epoll: done\n");
 	case_backlog_close();
