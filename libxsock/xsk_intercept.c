@@ -1342,7 +1342,7 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 			if (socks[i] && !ready) {
 				/* channels, the ready fd for readers, the wake fd
 				 * (registered as a waiting writer) for writers */
-				int cf[3];
+				int cf[4]; /* xsk_wait_fds' 3, plus the wake fd of a reader-writer */
 				struct xsk *sk = socks[i];
 				pthread_mutex_lock(&sk->mu);
 				int k = xsk_wait_fds(sk, cf, false);
