@@ -7,7 +7,8 @@
 # that sends nothing and closes (the digest of no octets).  Each answer
 # must be the digest of what that client sent.  When tcpdump can capture
 # (root), the capture must hold exactly one MPA Request key per iWARP
-# client.  Skips (77) only without socat.
+# client (not checked when the kernel dropped captured packets).  Skips
+# (77) only without socat.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 command -v socat >/dev/null 2>&1 || { echo "SKIP: no socat (scripts/install-deps.sh)"; exit 77; }
@@ -29,8 +30,8 @@ else
     echo "note: no capture (needs root and tcpdump); answers only"
 fi
 
-head -c 1048576 /dev/urandom >"$tmp/a.bin"
-head -c 300000 /dev/urandom >"$tmp/b.bin"
+head -c 262144 /dev/urandom >"$tmp/a.bin"
+head -c 100000 /dev/urandom >"$tmp/b.bin"
 fail=0
 port=$(xs_free_port)
 if [ $capture = 1 ]; then
@@ -72,9 +73,13 @@ client silent plain /dev/null
 
 xs_reap "$srv"; srv=
 if [ $capture = 1 ]; then
-    xs_capture_stop "$tmp/tcpdump.log" || fail=1
-    req=$(tcpdump -r "$tmp/mixed.pcap" -A 2>/dev/null | grep -c "MPA ID Req Frame")
-    echo "capture: MPA Request keys $req (3 iWARP clients)"
-    [ "$req" = 3 ] || { echo "FAIL: expected 3 MPA Requests on the wire"; fail=1; }
+    # a loaded machine may drop packets: then the count proves nothing
+    if xs_capture_stop "$tmp/tcpdump.log" >"$tmp/stop.out"; then
+        req=$(tcpdump -r "$tmp/mixed.pcap" -A 2>/dev/null | grep -c "MPA ID Req Frame")
+        echo "capture: MPA Request keys $req (3 iWARP clients)"
+        [ "$req" = 3 ] || { echo "FAIL: expected 3 MPA Requests on the wire"; fail=1; }
+    else
+        echo "note: the capture dropped packets; MPA Requests not counted"
+    fi
 fi
 exit $fail
