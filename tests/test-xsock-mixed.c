@@ -291,6 +291,8 @@ static void case_silent(unsigned cls_ms)
 	int64_t waited = now_ms() - t0;
 	/* never classified before the client had its time to speak */
 	CHECK(waited + 5 >= (int64_t)cls_ms);
+	fprintf(stderr, "silent client accepted as plain after %lld ms (XSOCK_CLASSIFY_MS %u)\n",
+		(long long)waited, cls_ms);
 	int ps = accept_checked(l, 0, NULL);
 	CHECK(xs_write_full(ps, "220 ready\r\n", 11) == 0);
 	CHECK(xs_read_full(pc, buf, 11) == 0 && memcmp(buf, "220 ready\r\n", 11) == 0);
