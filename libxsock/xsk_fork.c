@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -122,6 +123,23 @@ static void refresh_private(struct xsk *s)
 	s->writers_waiting = 0;
 	if (!s->epfd_app && s->epfd >= 0)
 		new_epoll_at(s, s->epfd);
+	/* plain TCP clients a mixed listener queued before the fork belong
+	 * to the parent (xsock(7) MIXED LISTENER): drop the child's copies */
+	struct xsk **pp = &s->acceptq;
+	s->acceptq_tail = NULL;
+	while (*pp) {
+		struct xsk *c = *pp;
+		if (c->plain_fd >= 0) {
+			*pp = c->lst_next;
+			s->acceptq_len--;
+			xsk_real.close(c->plain_fd);
+			pthread_mutex_destroy(&c->mu);
+			free(c);
+			continue;
+		}
+		s->acceptq_tail = c;
+		pp = &c->lst_next;
+	}
 	for (struct xsk *c = s->acceptq; c; c = c->lst_next)
 		refresh_private(c);
 }

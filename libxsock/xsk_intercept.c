@@ -929,6 +929,57 @@ out:
 	return rc ? (int)fail(-rc) : 0;
 }
 
+/* The options a kernel TCP socket passes to the connections it accepts,
+ * when the application set them on a mixed listener. */
+static bool opt_inherited(const struct xsk_opt *o)
+{
+	if (o->level == SOL_SOCKET)
+		return o->name == SO_KEEPALIVE || o->name == SO_RCVBUF || o->name == SO_SNDBUF ||
+		       o->name == SO_OOBINLINE || o->name == SO_PRIORITY;
+	if (o->level == IPPROTO_TCP)
+		return o->name == TCP_NODELAY || o->name == TCP_KEEPIDLE ||
+		       o->name == TCP_KEEPINTVL || o->name == TCP_KEEPCNT ||
+		       o->name == TCP_USER_TIMEOUT;
+	return false;
+}
+
+/* A mixed listener's plain TCP client (xsock(7) MIXED LISTENER): its
+ * kernel socket, not an IWARP socket, so every later call on it goes
+ * straight to libc.  l is the listener (referenced), c the shell that
+ * held the socket in the accept queue. */
+static int accept_plain(struct xsk *l, struct xsk *c, struct sockaddr *addr, socklen_t *len,
+			int flags)
+{
+	struct xsk_opt opts[XSK_MAX_OPTS];
+	struct sockaddr_storage peer = { .ss_family = (sa_family_t)l->family };
+	socklen_t pl = sizeof(peer);
+	int fd = c->plain_fd, nopts, fl;
+
+	c->plain_fd = -1;
+	xsk_free(c);
+	pthread_mutex_lock(&l->mu);
+	nopts = l->nopts;
+	memcpy(opts, l->opts, sizeof(opts));
+	pthread_mutex_unlock(&l->mu);
+	/* the stack made it nonblocking and close-on-exec: accept4's flags
+	 * decide, as for any accepted socket */
+	fl = xsk_real.fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		xsk_real.fcntl(fd, F_SETFL,
+			       (flags & SOCK_NONBLOCK) ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+	xsk_real.fcntl(fd, F_SETFD, (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0);
+	for (int i = 0; i < nopts; i++)
+		if (opt_inherited(&opts[i]))
+			xsk_real.setsockopt(fd, opts[i].level, opts[i].name, &opts[i].val,
+					    sizeof(opts[i].val));
+	/* a client already gone has no peer name any more: the family only */
+	if (xsk_real.getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+		memset(&peer, 0, sizeof(peer));
+	peer.ss_family = (sa_family_t)l->family;
+	copy_addr(&peer, addr, len);
+	return fd;
+}
+
 XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
@@ -970,6 +1021,11 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rc = wait_step(s, deadline, false, false, &snap);
 		if (rc)
 			break; /* -EINTR, or -EAGAIN after SO_RCVTIMEO */
+	}
+	if (c && c->plain_fd >= 0) {
+		int pfd = accept_plain(s, c, addr, len, flags);
+		sk_put(s);
+		return pfd;
 	}
 	sk_put(s);
 	if (rc == -2)
@@ -1554,7 +1610,7 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 			if (socks[i] && !ready) {
 				/* channels, the ready fd for readers, the wake fd
 				 * (registered as a waiting writer) for writers */
-				int cf[3];
+				int cf[4]; /* xsk_wait_fds' 3, plus the wake fd of a reader-writer */
 				struct xsk *sk = socks[i];
 				pthread_mutex_lock(&sk->mu);
 				int k = xsk_wait_fds(sk, cf, false);

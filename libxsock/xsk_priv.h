@@ -108,6 +108,8 @@ struct xsk_stack {
 	 * XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT); 0 or -errno
 	 * (NULL if absent) */
 	int (*tcp)(struct rdma_cm_id *, int op, int level, int name, void *val, socklen_t *len);
+	/* the mixed listener (verbs/xs_priv_abi.h; NULL if absent) */
+	int (*listen_mixed)(struct rdma_cm_id *);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -213,6 +215,9 @@ struct xsk {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
 	struct xsk *lst_next; /* accept queue link */
+	/* a mixed listener's plain TCP client waiting in the accept queue: the
+	 * kernel socket accept() returns as it is (-1: an IWARP socket) */
+	int plain_fd;
 	struct xsk *acceptq, *acceptq_tail; /* listener: established children */
 	int acceptq_len;
 
@@ -321,7 +326,9 @@ short xsk_revents(struct xsk *s);
 int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
 ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
-struct xsk *xsk_accept_pop(struct xsk *s); /* listener: an established child */
+/* listener: the next established child, or a plain client's shell
+ * (plain_fd >= 0), in the order they came */
+struct xsk *xsk_accept_pop(struct xsk *s);
 int xsk_shutdown_locked(struct xsk *s, int how);
 void xsk_set_ready(struct xsk *s);
 /* Hand a listener to the service thread, which accepts connection

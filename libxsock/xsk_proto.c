@@ -35,6 +35,7 @@
 
 #include "libxsock/xsk_priv.h"
 #include "util/xs_be.h"
+#include "verbs/xs_priv_abi.h"
 
 #define XSK_RQ 384 /* credits we grant (rsockets' default queue size) */
 #define XSK_RECV_EXTRA 32 /* receives posted beyond the credits (control messages) */
@@ -108,6 +109,7 @@ struct xsk *xsk_new(int family)
 	pthread_mutex_init(&s->mu, NULL);
 	s->family = family;
 	s->epfd = -1;
+	s->plain_fd = -1;
 	s->ready_fd = -1;
 	s->wake_fd = -1;
 	s->rbuf_size = XSK_RBUF_DEFAULT;
@@ -532,10 +534,16 @@ static void fail_connect(struct xsk *s, int err)
 
 static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_cm_event *ev);
 
+static void plain_arrived(struct xsk *l, struct rdma_cm_event *ev);
+
 static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_event *ev)
 {
 	uint8_t cd[RS_CONN_DATA_LEN];
 
+	if ((int)ev->event == XSOCK_CM_EVENT_PLAIN) {
+		plain_arrived(s, ev);
+		return;
+	}
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (s->state == XSK_CONNECTING && st->resolve_route(s->id, 2000))
@@ -659,6 +667,9 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog)
 		return -(errno ? errno : ENOMEM);
 	if (st->bind_addr(s->id, (struct sockaddr *)addr))
 		return -(errno ? errno : EADDRNOTAVAIL);
+	/* plain TCP clients too (xsock(7) MIXED LISTENER) */
+	if (st->listen_mixed && st->listen_mixed(s->id) < 0)
+		return -EINVAL;
 	if (st->listen(s->id, backlog))
 		return -(errno ? errno : EADDRINUSE);
 	memcpy(&s->local, &s->id->route.addr.src_storage, sizeof(s->local));
@@ -666,6 +677,17 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog)
 	s->backlog = backlog;
 	s->state = XSK_LISTENING;
 	return 0;
+}
+
+static void acceptq_push(struct xsk *l, struct xsk *c)
+{
+	c->in_accept_queue = true;
+	if (l->acceptq_tail)
+		l->acceptq_tail->lst_next = c;
+	else
+		l->acceptq = c;
+	l->acceptq_tail = c;
+	l->acceptq_len++;
 }
 
 static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_cm_event *ev)
@@ -707,13 +729,7 @@ static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_
 		xsk_free(c);
 		return;
 	}
-	c->in_accept_queue = true;
-	if (l->acceptq_tail)
-		l->acceptq_tail->lst_next = c;
-	else
-		l->acceptq = c;
-	l->acceptq_tail = c;
-	l->acceptq_len++;
+	acceptq_push(l, c);
 	return;
 refuse_free:
 	c->id = NULL; /* rejected and destroyed below */
@@ -721,6 +737,26 @@ refuse_free:
 refuse:
 	st->reject(id, NULL, 0);
 	st->destroy_id(id);
+}
+
+/* A plain TCP client of a mixed listener: queue its kernel socket behind
+ * the connections that came before it. */
+static void plain_arrived(struct xsk *l, struct rdma_cm_event *ev)
+{
+	int fd = ev->status;
+	struct xsk *c = NULL;
+
+	ev->status = -1; /* taken: rdma_ack_cm_event must not close it */
+	if (fd < 0)
+		return;
+	if (l->state == XSK_LISTENING && !(l->backlog > 0 && l->acceptq_len >= l->backlog))
+		c = xsk_new(l->family);
+	if (!c) {
+		xsk_real.close(fd); /* refused like an iWARP client over the backlog */
+		return;
+	}
+	c->plain_fd = fd;
+	acceptq_push(l, c);
 }
 
 struct xsk *xsk_accept_pop(struct xsk *l)
@@ -1238,6 +1274,8 @@ void xsk_free(struct xsk *s)
 	free(s->mem);
 	free(s->sbuf);
 	free(s->rmsg);
+	if (s->plain_fd >= 0)
+		xsk_real.close(s->plain_fd);
 	if (s->ready_fd >= 0)
 		xsk_real.close(s->ready_fd);
 	if (s->wake_fd >= 0)

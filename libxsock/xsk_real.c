@@ -139,6 +139,7 @@ static void stack_init_once(void)
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
 	*(void **)&stack.tcp = dlsym(h, "xsock_priv_tcp");
+	*(void **)&stack.listen_mixed = dlsym(h, "xsock_priv_listen_mixed");
 	void (*fork_init)(void);
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

@@ -50,6 +50,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "verbs/xs_internal.h"
+#include "verbs/xs_priv_abi.h"
 
 #define CM_PDATA_MAX 255 /* rdma_conn_param.private_data_len is a uint8_t */
 
@@ -60,6 +61,20 @@ struct cm_event {
 	struct cm_event *next;
 	uint8_t pdata[CM_PDATA_MAX];
 };
+
+/* A mixed listener's plain connection (XSOCK_CM_EVENT_PLAIN, xs_priv_abi.h)
+ * owns its socket in status until someone takes it (status -1). */
+static bool ev_is_plain(const struct cm_event *e)
+{
+	return (int)e->ev.event == XSOCK_CM_EVENT_PLAIN;
+}
+
+static void ev_free(struct cm_event *e)
+{
+	if (e && ev_is_plain(e) && e->ev.status >= 0)
+		close(e->ev.status);
+	free(e);
+}
 
 struct cm_chan {
 	struct rdma_event_channel ch; /* first: the application holds &ch */
@@ -247,7 +262,7 @@ static void chan_free(struct cm_chan *c)
 	pthread_mutex_lock(&c->lock);
 	while ((e = c->head)) {
 		c->head = e->next;
-		free(e);
+		ev_free(e);
 	}
 	c->tail = NULL;
 	c->destroyed = true;
@@ -318,6 +333,9 @@ struct cm_id {
 	bool ep_qp;
 	struct ibv_pd *ep_pd;
 	struct ibv_qp_init_attr ep_attr;
+	/* libxsock's mixed listener (xsock_priv_listen_mixed): plain TCP
+	 * clients come as XSOCK_CM_EVENT_PLAIN events */
+	bool mixed;
 };
 
 static struct cm_id *cm_of(struct rdma_cm_id *id)
@@ -415,7 +433,7 @@ static int cm_sync_wait(struct cm_id *c, enum rdma_cm_event_type want)
 	struct cm_event *e = chan_pop(c->chan, false);
 
 	if (c->id.event)
-		free(c->id.event);
+		ev_free((struct cm_event *)c->id.event);
 	c->id.event = &e->ev;
 	if (e->ev.event == want && e->ev.status == 0)
 		return 0;
@@ -491,7 +509,7 @@ static void cm_drop_events(struct cm_id *c, struct cm_event *list)
 		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id == &c->id &&
 		    e->ev.id != &c->id)
 			cm_destroy(cm_of(e->ev.id));
-		free(e);
+		ev_free(e);
 	}
 }
 
@@ -537,7 +555,7 @@ static void cm_destroy(struct cm_id *c)
 	chan_take(c->chan, &c->id, &list);
 	cm_drop_events(c, list);
 	if (c->sync) {
-		free(c->id.event);
+		ev_free((struct cm_event *)c->id.event);
 		c->id.event = NULL;
 		chan_free(c->chan);
 	}
@@ -1218,6 +1236,44 @@ refuse:
 	xs_conn_put(conn);
 }
 
+/* A mixed listener's plain TCP connection (engine thread): queue it on
+ * the listener's channel, in order with its connection requests. */
+static void cm_plain_cb(void *ctx, int fd)
+{
+	struct cm_id *l = ctx;
+	struct cm_event *e = NULL;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->destroyed && l->state == CM_LISTEN)
+		e = ev_new(l, (enum rdma_cm_event_type)XSOCK_CM_EVENT_PLAIN, fd);
+	if (e) {
+		e->ev.listen_id = &l->id;
+		chan_push(l->chan, e);
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (!e) {
+		xs_log("mixed listener: plain connection dropped (listener closing or no memory)");
+		close(fd);
+	}
+}
+
+/* libxsock's IWARP_MODE listeners (xs_priv_abi.h). */
+XS_EXPORT int xsock_priv_listen_mixed(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+	int rc = 0;
+
+	if (!id)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (c->state == CM_LISTEN || c->sync)
+		rc = -EINVAL; /* too late, or rdma_get_request's synchronous mode */
+	else
+		c->mixed = true;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cm_id *c = cm_of(id);
@@ -1249,7 +1305,8 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	pthread_mutex_unlock(&c->lock);
 
 	xl = xs_listen((struct sockaddr *)&addr, sa_len((struct sockaddr *)&addr),
-		       backlog > 0 ? backlog : 128, cm_accept_cb, c);
+		       backlog > 0 ? backlog : 128, cm_accept_cb,
+		       c->mixed && xs_config()->classify_ms ? cm_plain_cb : NULL, c);
 	if (!xl) {
 		int e = errno ? errno : EADDRINUSE;
 
@@ -1410,7 +1467,7 @@ XS_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
 	if (!event)
 		return cm_err(EINVAL);
-	free(event); /* struct cm_event starts with it */
+	ev_free((struct cm_event *)event); /* struct cm_event starts with it */
 	return 0;
 }
 
@@ -1691,7 +1748,7 @@ XS_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id
 		e = chan_pop(l->chan, false);
 		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			break;
-		free(e);
+		ev_free(e);
 	}
 	child = e->ev.id;
 	if (l->ep_qp) {
@@ -1721,6 +1778,20 @@ void xs_cm_fork_child(void)
 	pthread_mutex_init(&chan_graveyard_lock, NULL);
 	for (struct cm_chan *c = chan_live; c; c = c->live_next) {
 		pthread_mutex_init(&c->lock, NULL);
+		/* a mixed listener's plain clients queued before the fork
+		 * belong to the parent: drop the child's copies */
+		struct cm_event **pp = &c->head;
+		c->tail = NULL;
+		while (*pp) {
+			struct cm_event *e = *pp;
+			if (ev_is_plain(e) && e->ev.status >= 0) {
+				*pp = e->next;
+				ev_free(e);
+				continue;
+			}
+			c->tail = e;
+			pp = &e->next;
+		}
 		if (xs_fork_new_eventfd(c->ch.fd, 0, c->head ? 1 : 0) < 0)
 			xs_log("fork: CM channel fd %d: %s", c->ch.fd, strerror(errno));
 	}

@@ -81,6 +81,15 @@ static void xs_config_load(void)
 	/* A peer that listens again only just after telling us it is ready
 	 * (perftest -R over a slow guest) resets an early connect. */
 	xs_cfg.connect_delay_ms = env_ms("XSOCK_CONNECT_DELAY_MS", 10000);
+	/* A mixed listener (libxsock's IWARP_MODE listeners) waits this long
+	 * for a client's first octets: a server-speaks-first protocol sends
+	 * nothing, so silence means plain TCP. */
+	xs_cfg.classify_ms = 200;
+	v = getenv("XSOCK_CLASSIFY_MS");
+	if (v && strcmp(v, "0") == 0)
+		xs_cfg.classify_ms = 0;
+	else if (v && *v && env_ms("XSOCK_CLASSIFY_MS", 60000))
+		xs_cfg.classify_ms = env_ms("XSOCK_CLASSIFY_MS", 60000);
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

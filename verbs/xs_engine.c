@@ -56,7 +56,12 @@ struct xs_rresp {
 };
 
 /* io_uring user_data tags (low bits of the object pointer) */
-enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4 };
+enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER = 5 };
+
+/* A mixed listener looks again at a client that sent only part of the MPA
+ * Request key this often (its octets stay in the socket, so a poll for
+ * input would fire at once). */
+#define XS_CLS_TICK_MS 10
 
 struct xs_conn {
 	int fd;
@@ -85,6 +90,11 @@ struct xs_conn {
 	xs_connect_fn connect_cb;
 	void *connect_ctx;
 	struct xs_listener *listener;
+	/* mixed listener: the first octets are not classified yet (engine
+	 * thread); cls_partial: a strict prefix of the key is waiting */
+	bool cls_pending;
+	bool cls_partial;
+	uint64_t cls_deadline_ms;
 
 	/* receive (engine thread, under rx_mu) */
 	pthread_mutex_t rx_mu;
@@ -150,6 +160,7 @@ enum { XS_RX_DEFER_PROTO = 1, XS_RX_DEFER_TERM = 2, XS_RX_DEFER_QPTERM = 3 };
 struct xs_listener {
 	int fd;
 	xs_accept_fn cb;
+	xs_plain_fn plain; /* mixed listener: non-MPA connections (NULL: MPA only) */
 	void *ctx;
 	pthread_mutex_t mu; /* held around callbacks; closing is set under it */
 	int refs; /* the listener itself + connections still reading a Request (eng.mu) */
@@ -178,6 +189,9 @@ static struct {
 	struct xs_conn *hs_list;
 	bool timer_armed;
 	struct __kernel_timespec timer_ts;
+	/* the mixed listeners' classification deadlines (engine thread) */
+	bool ctimer_armed;
+	struct __kernel_timespec ctimer_ts;
 	/* fork: the registry of connections and listeners (reg_mu, taken
 	 * before mu), and the engine's pause around fork() */
 	pthread_mutex_t reg_mu;
@@ -418,6 +432,8 @@ static void conn_arm(struct xs_conn *c)
 		ev = POLLOUT;
 	else if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
 		ev = 0;
+	else if (c->state == CONN_WAIT_REQUEST && c->cls_partial)
+		ev = 0; /* the classification timer looks again (cls_scan) */
 	if (c->want_out)
 		ev |= POLLOUT;
 	if (!ev)
@@ -1138,6 +1154,146 @@ static void responder_drop(struct xs_conn *c)
 	conn_unref(c); /* the engine's; a pending poll's keeps it until conn_event ends */
 }
 
+/* ---- the mixed listener: iWARP or plain TCP (engine thread) -----------------------
+ * A connection accepted by a mixed listener is looked at with MSG_PEEK
+ * before anything is read: the 16-octet MPA Request key makes it iWARP
+ * (the Request is then read as on any listener); other octets, or the
+ * peer's FIN, make it plain TCP at once; a strict prefix of the key, or
+ * nothing at all, waits until XSOCK_CLASSIFY_MS after the accept and is
+ * then plain too (a protocol where the server speaks first).  A plain
+ * connection is handed over untouched: every octet the client sent is
+ * still in the kernel socket for the application to read. */
+
+enum cls_result { CLS_IWARP, CLS_WAIT, CLS_PLAIN, CLS_DROP };
+
+static enum cls_result cls_peek(struct xs_conn *c, bool final)
+{
+	uint8_t b[MPA_KEY_LEN];
+	ssize_t n = recv(c->fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+
+	c->cls_partial = false;
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		xs_log("mixed listener: client gone before it was classified (%s)",
+		       strerror(errno));
+		return CLS_DROP;
+	}
+	if (n == 0)
+		return CLS_PLAIN; /* FIN without a word: the application reads the EOF */
+	if (n < 0)
+		return final ? CLS_PLAIN : CLS_WAIT;
+	if (memcmp(b, MPA_KEY_REQ, (size_t)n) != 0)
+		return CLS_PLAIN;
+	if (n == MPA_KEY_LEN)
+		return CLS_IWARP;
+	if (final)
+		return CLS_PLAIN; /* a prefix of the key and no more: not MPA */
+	c->cls_partial = true;
+	return CLS_WAIT;
+}
+
+/* Give a plain connection to the listener's owner; the xs_conn ends here
+ * (no shutdown: the socket lives on in the application). */
+static void conn_plain(struct xs_conn *c)
+{
+	struct xs_listener *l = c->listener;
+	int fd = c->fd;
+
+	if (c->poll_armed)
+		poll_cancel(c, TAG_CONN); /* io_uring must drop its hold on the file */
+	c->fd = -1;
+	c->state = CONN_CLOSED;
+	c->owner_gone = true;
+	c->engine_ref_dropped = true;
+	pthread_mutex_lock(&l->mu);
+	if (l->closing || !l->plain)
+		close(fd);
+	else
+		l->plain(l->ctx, fd);
+	pthread_mutex_unlock(&l->mu);
+	conn_unref(c); /* the engine's; the caller's (poll or hs list) keeps c for now */
+}
+
+/* true if c is iWARP (read its Request now); otherwise c waits, or was
+ * handed over or dropped. */
+static bool cls_step(struct xs_conn *c)
+{
+	enum cls_result r = cls_peek(c, now_ms() >= c->cls_deadline_ms);
+
+	switch (r) {
+	case CLS_IWARP: {
+		int one = 1;
+		c->cls_pending = false;
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		return true;
+	}
+	case CLS_WAIT:
+		return false;
+	case CLS_PLAIN:
+		c->cls_pending = false;
+		conn_plain(c);
+		return false;
+	case CLS_DROP:
+		c->cls_pending = false;
+		responder_drop(c);
+		return false;
+	}
+	return false;
+}
+
+/* Arm the classification timer for the nearest deadline (or the next look
+ * at a partial key) while any connection waits to be classified. */
+static void cls_timer_arm(void)
+{
+	uint64_t now = now_ms(), next = UINT64_MAX;
+	struct io_uring_sqe *sqe;
+
+	if (eng.ctimer_armed)
+		return;
+	for (struct xs_conn *c = eng.hs_list; c; c = c->hs_next) {
+		if (!c->cls_pending || c->state != CONN_WAIT_REQUEST || c->owner_gone)
+			continue;
+		uint64_t t = c->cls_deadline_ms;
+		if (c->cls_partial && now + XS_CLS_TICK_MS < t)
+			t = now + XS_CLS_TICK_MS;
+		if (t < next)
+			next = t;
+	}
+	if (next == UINT64_MAX)
+		return;
+	uint64_t ms = next > now ? next - now : 0;
+	if (ms < 1)
+		ms = 1;
+	sqe = eng_sqe();
+	eng.ctimer_ts.tv_sec = (long long)(ms / 1000u);
+	eng.ctimer_ts.tv_nsec = (long long)(ms % 1000u) * 1000000;
+	io_uring_prep_timeout(sqe, &eng.ctimer_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_CTIMER);
+	eng.ctimer_armed = true;
+}
+
+static void conn_handshake(struct xs_conn *c);
+
+/* The classification timer fired: look again at partial keys, and call
+ * every connection past its deadline plain. */
+static void cls_scan(void)
+{
+	uint64_t now = now_ms();
+
+	eng.ctimer_armed = false;
+	/* the hs list holds a reference on each entry and only hs_scan
+	 * unlinks, so walking it while connections change state is safe */
+	for (struct xs_conn *c = eng.hs_list; c; c = c->hs_next) {
+		if (!c->cls_pending || c->state != CONN_WAIT_REQUEST || c->owner_gone)
+			continue;
+		if (!c->cls_partial && now < c->cls_deadline_ms)
+			continue; /* its poll reports the first octets */
+		conn_handshake(c);
+		if (c->state != CONN_CLOSED)
+			conn_arm(c);
+	}
+	cls_timer_arm();
+}
+
 static void conn_handshake(struct xs_conn *c)
 {
 	struct mpa_frame f;
@@ -1182,6 +1338,11 @@ static void conn_handshake(struct xs_conn *c)
 		connect_done(c, rc, &f);
 		return;
 	case CONN_WAIT_REQUEST:
+		if (c->cls_pending && !cls_step(c)) {
+			if (c->cls_pending)
+				cls_timer_arm();
+			return;
+		}
 		rc = hs_read(c, MPA_REQUEST, &c->req);
 		if (rc == -EAGAIN)
 			break;
@@ -1272,10 +1433,14 @@ static void hs_scan(void)
 		if (hs_pending(c) && !c->owner_gone) {
 			xs_log("MPA %s: no answer within %u ms", c->initiator ? "connect" : "Request",
 			       xs_config()->mpa_timeout_ms);
-			if (c->initiator)
+			if (c->initiator) {
 				connect_done(c, -ETIMEDOUT, NULL);
-			else
+			} else if (c->cls_pending) {
+				c->cls_pending = false; /* XSOCK_CLASSIFY_MS beyond the MPA timeout */
+				conn_plain(c);
+			} else {
 				responder_drop(c);
+			}
 		}
 		conn_unref(c); /* the list's */
 	}
@@ -1314,8 +1479,10 @@ static void listener_event(struct xs_listener *l)
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			break;
+		unsigned cls_ms = l->plain ? xs_config()->classify_ms : 0;
 		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (!cls_ms) /* a mixed listener's plain connection keeps TCP's defaults */
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		struct xs_conn *c = conn_new(fd);
 		if (!c) {
 			close(fd);
@@ -1327,7 +1494,13 @@ static void listener_event(struct xs_listener *l)
 		c->listener = l;
 		c->state = CONN_WAIT_REQUEST;
 		c->hs_need = MPA_RR_HDR_LEN;
-		conn_arm(c); /* the Request is read when it arrives */
+		if (cls_ms) {
+			c->cls_pending = true;
+			c->cls_deadline_ms = now_ms() + cls_ms;
+		}
+		conn_arm(c); /* the Request (or the first octets) read when it arrives */
+		if (cls_ms)
+			cls_timer_arm();
 	}
 	if (!l->closing)
 		listener_arm(l);
@@ -1417,6 +1590,8 @@ static void *engine_main(void *arg)
 			} else if (tag == TAG_TIMER) {
 				eng.timer_armed = false;
 				hs_scan();
+			} else if (tag == TAG_CTIMER) {
+				cls_scan();
 			}
 		}
 		io_uring_cq_advance(&eng.ring, n);
@@ -1573,7 +1748,7 @@ void xs_conn_put(struct xs_conn *c)
 /* ---- listen / accept / connect ------------------------------------------------- */
 
 struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
-			      xs_accept_fn cb, void *ctx)
+			      xs_accept_fn cb, xs_plain_fn plain, void *ctx)
 {
 	int rc = engine_get();
 
@@ -1592,6 +1767,7 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	if (bind(l->fd, addr, len) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0)
 		goto fail_fd;
 	l->cb = cb;
+	l->plain = plain;
 	l->ctx = ctx;
 	l->refs = 1;
 	pthread_mutex_init(&l->mu, NULL);
@@ -1904,6 +2080,7 @@ void xs_engine_fork_child(void)
 	eng.init_err = 0;
 	eng.once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	eng.timer_armed = false;
+	eng.ctimer_armed = false;
 	for (c = eng.cmds; c; c = c->cmd_next) {
 		c->cmd_flags = 0;
 		c->refs--;

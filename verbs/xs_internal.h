@@ -42,6 +42,10 @@ struct xs_config {
 	unsigned tx_timeout_ms;
 	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: pause between the Reply and the first FPDU (default 0) */
 	unsigned connect_delay_ms; /* XSOCK_CONNECT_DELAY_MS: rdma_connect waits before its TCP connect (0) */
+	/* XSOCK_CLASSIFY_MS: a mixed listener's wait for a client's first
+	 * octets before it calls the connection plain TCP (default 200, 0 =
+	 * mixed listeners off: MPA only) */
+	unsigned classify_ms;
 };
 
 const struct xs_config *xs_config(void);
@@ -191,10 +195,19 @@ struct xs_listener;
  * xs_conn_reject / xs_conn_put). */
 typedef void (*xs_accept_fn)(void *ctx, struct xs_conn *conn, const struct mpa_frame *req);
 
+/* A mixed listener's plain TCP connection (engine thread, the listener's
+ * lock held as for xs_accept_fn): fd is the kernel socket (nonblocking,
+ * close-on-exec, nothing read from it); the callee owns it. */
+typedef void (*xs_plain_fn)(void *ctx, int fd);
+
 /* Listen on addr; returns NULL with errno set.  The bound address is
- * readable with xs_listener_addr. */
+ * readable with xs_listener_addr.  With plain (a mixed listener), each
+ * accepted connection is classified by its first octets, peeked: the MPA
+ * Request key goes on to cb, anything else (or nothing within
+ * XSOCK_CLASSIFY_MS, or the peer's FIN) to plain.  Without, a connection
+ * that sends no MPA Request is closed. */
 struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
-			      xs_accept_fn cb, void *ctx);
+			      xs_accept_fn cb, xs_plain_fn plain, void *ctx);
 int xs_listener_addr(const struct xs_listener *l, struct sockaddr_storage *addr);
 void xs_listener_close(struct xs_listener *l); /* no callback after it returns */
 
