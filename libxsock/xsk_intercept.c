@@ -212,11 +212,14 @@ static int64_t now_ms(void)
  * it.  -EINTR. */
 static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
 {
-	struct pollfd p[3];
-	int fds[3], n, rc = 0;
+	struct pollfd p[4];
+	int fds[4], n, rc = 0, rxfd;
 
 	pthread_mutex_lock(&s->mu);
 	n = xsk_wait_fds(s, fds, writer);
+	rxfd = n ? xsk_rx_wait_begin(s) : -1; /* receive the data on this thread */
+	if (rxfd >= 0)
+		fds[n++] = rxfd;
 	if (writer) {
 		s->writers_waiting++;
 		/* another thread may have made progress since the caller's
@@ -231,6 +234,11 @@ static int sk_wait(struct xsk *s, int timeout_ms, bool writer)
 		return -ENOTCONN;
 	if (xsk_real.poll(p, (nfds_t)n, timeout_ms) < 0)
 		rc = -errno;
+	if (rxfd >= 0) {
+		pthread_mutex_lock(&s->mu);
+		xsk_rx_wait_end(s);
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (writer) {
 		uint64_t v;
 		pthread_mutex_lock(&s->mu);

@@ -104,6 +104,10 @@ struct xsk_stack {
 	 * and unclaimed, 2 another process's) */
 	int (*claim)(struct rdma_cm_id *);
 	int (*fork_mode)(struct rdma_cm_id *);
+	/* libiwarp's receive fast path (NULL if absent): the TCP socket a
+	 * thread about to block may poll to receive on its own thread (on 1,
+	 * -1 for none), and the end of that wait (on 0) */
+	int (*rx_wait)(struct rdma_cm_id *, int on);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -305,6 +309,12 @@ short xsk_revents(struct xsk *s);
  * ready eventfd for a reader or the wake eventfd for a writer (another
  * thread may make the progress a waiter needs). */
 int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
+/* A thread about to block on s (s->mu held): the connection's TCP socket
+ * to poll for POLLIN as well, so that the waiting thread receives the data
+ * itself (one wake-up, no engine hand-off), or -1.  A return >= 0 must be
+ * followed by xsk_rx_wait_end once the wait is over. */
+int xsk_rx_wait_begin(struct xsk *s);
+void xsk_rx_wait_end(struct xsk *s);
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
 ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
 struct xsk *xsk_accept_pop(struct xsk *s); /* listener: an established child */

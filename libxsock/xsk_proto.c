@@ -818,6 +818,24 @@ int xsk_wait_fds(struct xsk *s, int fds[3], bool writer)
 	return n;
 }
 
+int xsk_rx_wait_begin(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (!st || !st->rx_wait || s->state != XSK_CONNECTED || !s->id || s->peer_gone ||
+	    !xsk_fork_use(s))
+		return -1;
+	return st->rx_wait(s->id, 1);
+}
+
+void xsk_rx_wait_end(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (st && st->rx_wait && s->id)
+		st->rx_wait(s->id, 0);
+}
+
 /* ---- data ------------------------------------------------------------------------- */
 
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags)

@@ -138,6 +138,7 @@ static void stack_init_once(void)
 	/* fork support (libiwarp's private node): optional */
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
+	*(void **)&stack.rx_wait = dlsym(h, "xsock_priv_rx_wait");
 	void (*fork_init)(void);
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

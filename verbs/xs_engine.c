@@ -56,7 +56,12 @@ struct xs_rresp {
 };
 
 /* io_uring user_data tags (low bits of the object pointer) */
-enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4 };
+enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_PARK = 5 };
+
+/* How long the engine leaves a connection alone after its poll fired while
+ * an application thread was waiting to receive on it (xsock_priv_rx_wait):
+ * that thread receives, and the engine looks again after this pause. */
+#define XS_PARK_NS (1000 * 1000)
 
 struct xs_conn {
 	int fd;
@@ -98,6 +103,14 @@ struct xs_conn {
 	int rx_defer; /* XS_RX_DEFER_*: an app thread's receive found the end */
 	struct xs_err rx_defer_err;
 	struct rdmap_term rx_defer_term; /* QPTERM: the QP's Terminate to send */
+	/* Application threads blocked until this socket is readable, to
+	 * receive on it themselves (libxsock, xsock_priv_rx_wait): while there
+	 * are any, the engine's poll parks the connection instead of
+	 * receiving, so one wake-up (theirs) carries the data. */
+	_Atomic int app_waiters;
+	_Atomic bool rx_app_eof; /* an application thread's receive met FIN or an error */
+	bool rx_parked; /* engine thread: on eng.parked, poll not re-armed */
+	struct xs_conn *park_next;
 
 	/* transmit: exclusive ownership by one thread at a time */
 	pthread_mutex_t tx_mu;
@@ -177,6 +190,11 @@ static struct {
 	struct xs_conn *hs_list;
 	bool timer_armed;
 	struct __kernel_timespec timer_ts;
+	/* engine thread only: parked connections (each holds the reference
+	 * of the poll that fired) and the timer that re-arms them */
+	struct xs_conn *parked;
+	bool park_armed;
+	struct __kernel_timespec park_ts;
 	/* fork: the registry of connections and listeners (reg_mu, taken
 	 * before mu), and the engine's pause around fork() */
 	pthread_mutex_t reg_mu;
@@ -957,8 +975,13 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			break;
 		}
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-			if (!engine)
-				break; /* the engine's poll sees it too */
+			if (!engine) {
+				/* the engine's poll sees it too: wake it now if it
+				 * parked the connection, and stop waiters polling it */
+				if (!atomic_exchange(&c->rx_app_eof, true))
+					conn_command(c, CMD_ARM);
+				break;
+			}
 			/* FIN or RST: after a Terminate it is the remote error */
 			struct xs_err e;
 			if (c->term_seen)
@@ -1275,6 +1298,56 @@ static void hs_scan(void)
 		timer_arm();
 }
 
+/* ---- parked connections (engine thread) -------------------------------------------
+ * Data came while an application thread waits on the socket to receive it
+ * itself: the engine stays out (no lock race, no CQ event, no second
+ * wake-up) and re-arms its poll XS_PARK_NS later, so a socket nobody reads
+ * any more is received on again within that pause. */
+
+static void park_timer_arm(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (eng.park_armed)
+		return;
+	sqe = eng_sqe();
+	eng.park_ts.tv_sec = 0;
+	eng.park_ts.tv_nsec = XS_PARK_NS;
+	io_uring_prep_timeout(sqe, &eng.park_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_PARK);
+	eng.park_armed = true;
+}
+
+static void conn_park(struct xs_conn *c)
+{
+	if (c->rx_parked) { /* re-armed meanwhile by a command: once on the list */
+		conn_unref(c);
+		return;
+	}
+	c->rx_parked = true;
+	c->park_next = eng.parked;
+	eng.parked = c;
+	park_timer_arm();
+}
+
+static void park_expired(void)
+{
+	struct xs_conn *c = eng.parked;
+
+	eng.park_armed = false;
+	eng.parked = NULL;
+	while (c) {
+		struct xs_conn *next = c->park_next;
+
+		c->rx_parked = false;
+		c->park_next = NULL;
+		if (c->state != CONN_CLOSED && !c->owner_gone)
+			conn_arm(c);
+		conn_unref(c); /* the parked poll's */
+		c = next;
+	}
+}
+
 /* ---- engine thread ----------------------------------------------------------- */
 
 static void conn_event(struct xs_conn *c, int res)
@@ -1283,6 +1356,11 @@ static void conn_event(struct xs_conn *c, int res)
 	if (c->state == CONN_CLOSED || c->owner_gone ||
 	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE) {
 		conn_unref(c); /* the poll's reference */
+		return;
+	}
+	if (c->state == CONN_ESTABLISHED && res == POLLIN && !c->want_out && !c->rr_count &&
+	    atomic_load_explicit(&c->app_waiters, memory_order_acquire) > 0) {
+		conn_park(c); /* keeps the poll's reference */
 		return;
 	}
 	if (c->state == CONN_ESTABLISHED) {
@@ -1409,6 +1487,8 @@ static void *engine_main(void *arg)
 			} else if (tag == TAG_TIMER) {
 				eng.timer_armed = false;
 				hs_scan();
+			} else if (tag == TAG_PARK) {
+				park_expired();
 			}
 		}
 		io_uring_cq_advance(&eng.ring, n);
@@ -1485,6 +1565,31 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
 	}
 	pthread_mutex_unlock(&c->rx_mu);
 	return got;
+}
+
+/* Private to libxsock: an application thread is about to block until the
+ * id's connection is readable, to receive on it itself (through its CQ's
+ * xs_conn_poll).  on = 1: returns the TCP socket to poll for POLLIN and
+ * counts the waiter, or -1 (nothing counted) when there is nothing to
+ * receive there (not established, not this process's, or the end was
+ * seen: the engine reports it); on = 0: the waiter is done. */
+XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
+XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
+{
+	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
+
+	if (!c)
+		return -1;
+	if (!on) {
+		atomic_fetch_sub_explicit(&c->app_waiters, 1, memory_order_release);
+		return 0;
+	}
+	if (c->state != CONN_ESTABLISHED || c->dead || c->owner_gone ||
+	    atomic_load(&c->rx_app_eof) ||
+	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
+		return -1;
+	atomic_fetch_add_explicit(&c->app_waiters, 1, memory_order_acq_rel);
+	return c->fd;
 }
 
 const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c)
@@ -1887,6 +1992,12 @@ void xs_engine_fork_child(void)
 		c->refs--;
 	}
 	eng.hs_list = NULL;
+	for (c = eng.parked; c; c = c->park_next) {
+		c->rx_parked = false;
+		c->refs--;
+	}
+	eng.parked = NULL;
+	eng.park_armed = false;
 	for (l = eng.lcmds; l; l = l->cmd_next) {
 		l->cmd_queued = false;
 		if (l->closing)
