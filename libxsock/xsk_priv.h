@@ -108,6 +108,13 @@ struct xsk_stack {
 	 * thread about to block may poll to receive on its own thread (on 1,
 	 * -1 for none), and the end of that wait (on 0) */
 	int (*rx_wait)(struct rdma_cm_id *, int on);
+	/* ... and its queues without system calls (NULL if absent): events
+	 * queued on a CM / completion channel, take one completion event,
+	 * disarm (0) or arm (1, signalling at once if completions wait) */
+	int (*cm_pending)(struct rdma_event_channel *);
+	int (*comp_pending)(struct ibv_comp_channel *);
+	int (*comp_take)(struct ibv_comp_channel *);
+	int (*cq_arm)(struct ibv_cq *, int on);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -303,6 +310,10 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
 /* Make progress without blocking (CM events, completions, credits) and
  * update the ready eventfd. */
 void xsk_progress(struct xsk *s);
+/* The same without the ready eventfd, for a caller that updates it with
+ * xsk_set_ready before it unlocks (a receive that drains what progress
+ * found would otherwise set and clear it: two system calls). */
+void xsk_progress_io(struct xsk *s);
 /* poll(2) bits the socket has now (after xsk_progress). */
 short xsk_revents(struct xsk *s);
 /* The fds to wait on for progress (at most 3): the channels, plus the

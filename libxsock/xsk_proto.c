@@ -445,7 +445,9 @@ static void poll_cq(struct xsk *s)
 	struct ibv_wc wc[32];
 	int n;
 
-	while (s->cq && (n = ibv_poll_cq(s->cq, 32, wc)) > 0) {
+	/* a short batch drained the CQ: polling an empty one would try the
+	 * socket once more */
+	for (n = 32; s->cq && n == 32 && (n = ibv_poll_cq(s->cq, 32, wc)) > 0;) {
 		for (int i = 0; i < n; i++) {
 			if (wc[i].wr_id & WR_RECV) {
 				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
@@ -476,7 +478,28 @@ static void poll_cq(struct xsk *s)
 	}
 }
 
-/* pending: the channel's fd is readable (xsk_progress looked) */
+/* CQ events: libxsock keeps its CQ armed only while no thread of its own
+ * is inside a locked section (where it polls the CQ anyway), so that the
+ * completions it makes itself (its Writes, the receives its waiting thread
+ * takes off the socket) cost no channel event; the arm at the end signals
+ * at once if completions are left (cq_rearm). */
+static void cq_disarm(struct xsk *s, const struct xsk_stack *st)
+{
+	if (st->cq_arm && s->cq && s->cq_armed) {
+		st->cq_arm(s->cq, 0);
+		s->cq_armed = false;
+	}
+}
+
+static void cq_rearm(struct xsk *s, const struct xsk_stack *st)
+{
+	if (st->cq_arm && s->cq && !s->cq_armed) {
+		st->cq_arm(s->cq, 1);
+		s->cq_armed = true;
+	}
+}
+
+/* pending: the channel has events (xsk_progress looked) */
 static void drain_cq_events(struct xsk *s, const struct xsk_stack *st, bool pending)
 {
 	struct ibv_cq *cq;
@@ -485,15 +508,23 @@ static void drain_cq_events(struct xsk *s, const struct xsk_stack *st, bool pend
 
 	if (!s->cch)
 		return;
-	/* only with an event pending: the stack's ibv_get_cq_event spins
-	 * (40 us) before it looks at the fd, even on a nonblocking channel */
-	while (pending && st->get_cq_event(s->cch, &cq, &ctx) == 0)
-		n++;
+	if (pending && st->comp_take) {
+		while (st->comp_take(s->cch))
+			n++;
+	} else {
+		/* only with an event pending: the stack's ibv_get_cq_event
+		 * spins (40 us) before it looks at the fd, even on a
+		 * nonblocking channel */
+		while (pending && st->get_cq_event(s->cch, &cq, &ctx) == 0)
+			n++;
+	}
 	if (n) {
 		st->ack_cq_events(s->cq, n);
 		s->cq_armed = false;
 	}
-	if (!s->cq_armed && s->cq && ibv_req_notify_cq(s->cq, 0) == 0)
+	if (st->cq_arm)
+		cq_disarm(s, st);
+	else if (!s->cq_armed && s->cq && ibv_req_notify_cq(s->cq, 0) == 0)
 		s->cq_armed = true;
 }
 
@@ -589,9 +620,10 @@ static void drain_cm(struct xsk *s, const struct xsk_stack *st)
 	}
 }
 
-void xsk_progress(struct xsk *s)
+static void progress(struct xsk *s, bool ready)
 {
 	const struct xsk_stack *st = xsk_stack();
+	bool cm_ev, cq_ev;
 
 	if (!st || s->state == XSK_FRESH)
 		return;
@@ -600,25 +632,45 @@ void xsk_progress(struct xsk *s)
 		xsk_set_ready(s);
 		return;
 	}
-	/* one syscall to see which channel has events (poll_cq receives
-	 * whether or not the CQ channel fired) */
-	struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
-			       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
-	if (xsk_real.poll(p, 2, 0) <= 0)
-		p[0].revents = p[1].revents = 0;
-	if (p[0].revents)
+	if (st->cm_pending && st->comp_pending) {
+		/* the stack's queues, without a system call */
+		cm_ev = s->ch && st->cm_pending(s->ch);
+		cq_ev = s->cch && st->comp_pending(s->cch) > 0;
+	} else {
+		/* one syscall to see which channel has events (poll_cq
+		 * receives whether or not the CQ channel fired) */
+		struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
+				       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
+		if (xsk_real.poll(p, 2, 0) <= 0)
+			p[0].revents = p[1].revents = 0;
+		cm_ev = p[0].revents != 0;
+		cq_ev = p[1].revents != 0;
+	}
+	if (cm_ev)
 		drain_cm(s, st);
-	drain_cq_events(s, st, p[1].revents != 0);
+	drain_cq_events(s, st, cq_ev);
 	poll_cq(s);
 	if (s->ext)
 		xsk_ext_progress(s);
 	give_credits(s);
-	xsk_set_ready(s);
+	cq_rearm(s, st);
+	if (ready)
+		xsk_set_ready(s);
 	if (s->writers_waiting && s->wake_fd >= 0 && (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))) {
 		uint64_t one = 1;
 		if (xsk_real.write(s->wake_fd, &one, sizeof(one)) < 0)
 			s->writers_waiting = s->writers_waiting; /* full: already signalled */
 	}
+}
+
+void xsk_progress(struct xsk *s)
+{
+	progress(s, true);
+}
+
+void xsk_progress_io(struct xsk *s)
+{
+	progress(s, false);
 }
 
 /* ---- listen / accept ------------------------------------------------------------- */
@@ -920,8 +972,19 @@ static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id)
 	if (!t->length)
 		s->target_sge = (s->target_sge + 1) % RS_SGL_SIZE;
 	s->sseq_no++;
-	if (post_write(s, wr_id, sge, false, raddr, rkey) ||
-	    post_msg(s, RS_MSG(RS_OP_DATA, sge->length))) {
+	/* one chain: the stack sends both FPDUs with one sendmsg */
+	uint32_t m = RS_MSG(RS_OP_DATA, sge->length);
+	if (s->swap)
+		m = swap32(m);
+	struct ibv_sge msge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+	struct ibv_send_wr msg = { .opcode = IBV_WR_SEND, .sg_list = &msge, .num_sge = 1,
+				   .send_flags = IBV_SEND_INLINE };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .next = &msg, .opcode = IBV_WR_RDMA_WRITE,
+				  .sg_list = sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(s->id->qp, &wr, &bad)) {
 		conn_broken(s);
 		return -EPIPE;
 	}
@@ -975,6 +1038,9 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 			skip = 0;
 		}
 	}
+	const struct xsk_stack *st = xsk_stack();
+	if (st)
+		cq_disarm(s, st); /* our Writes' completions need no event */
 	while (v < cnt && can_send(s)) {
 		struct rs_sge_h *t = &s->tsgl[s->target_sge];
 		uint32_t room = sbuf_contig(s);
@@ -1006,13 +1072,18 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 		if (s->sbuf_head >= s->sbuf_size)
 			s->sbuf_head = 0;
 		s->sbuf_used += got;
-		if (post_data(s, &sge, WR_DATA | got))
+		if (post_data(s, &sge, WR_DATA | got)) {
+			if (st)
+				cq_rearm(s, st);
 			return sent ? (ssize_t)sent : -EPIPE;
+		}
 		sent += got;
 		*done += got;
 		/* the stack completes writes at once: reclaim the buffer */
 		poll_cq(s);
 	}
+	if (st)
+		cq_rearm(s, st);
 	return (ssize_t)sent;
 }
 

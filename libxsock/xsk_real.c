@@ -139,6 +139,10 @@ static void stack_init_once(void)
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
 	*(void **)&stack.rx_wait = dlsym(h, "xsock_priv_rx_wait");
+	*(void **)&stack.cm_pending = dlsym(h, "xsock_priv_cm_pending");
+	*(void **)&stack.comp_pending = dlsym(h, "xsock_priv_comp_pending");
+	*(void **)&stack.comp_take = dlsym(h, "xsock_priv_comp_take");
+	*(void **)&stack.cq_arm = dlsym(h, "xsock_priv_cq_arm");
 	void (*fork_init)(void);
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

@@ -45,6 +45,10 @@ enum conn_state {
 #define XS_RTAIL 256
 #define XS_RLARGE 4096
 #define XS_RR_MAX XS_MAX_IRD
+/* A corked chain: gather entries, and octets copied (FPDU headers,
+ * trailers and small payloads, which may not outlive their WR's call). */
+#define XS_CORK_IOV 64
+#define XS_CORK_BUF 2048
 #define XS_HS_MAX (MPA_RR_HDR_LEN + MPA_PD_MAX)
 
 /* One queued RDMA Read Response (responder side). */
@@ -120,6 +124,12 @@ struct xs_conn {
 	struct iw_tx tx;
 	struct iovec tx_rem[MPA_TX_MAX_IOV]; /* engine: rest of a partial FPDU */
 	int tx_remcnt;
+	/* a corked WR chain (xs_conn_cork, the posting thread only): FPDUs
+	 * gathered here go out with one sendmsg at the flush */
+	struct iovec cork_iov[XS_CORK_IOV];
+	int cork_cnt;
+	size_t cork_len, cork_used;
+	uint8_t cork_buf[XS_CORK_BUF];
 	struct xs_rresp rr[XS_RR_MAX];
 	unsigned rr_head, rr_count;
 	struct ddp_segmenter rr_seg;
@@ -210,6 +220,8 @@ static struct {
 static __thread bool on_engine_thread;
 /* the connection an application thread is receiving on (xs_conn_poll) */
 static __thread struct xs_conn *tls_rx_conn;
+/* the connection whose WR chain this thread is posting corked */
+static __thread struct xs_conn *tls_cork;
 
 static void *engine_main(void *arg);
 
@@ -476,12 +488,10 @@ static int wait_writable(struct xs_conn *c)
 	}
 }
 
-/* The iw_tx writer used on application threads: all of the FPDU, waiting
- * for room when TCP pushes back. */
-static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size_t len)
+/* All of iov on the socket, waiting for room when TCP pushes back. */
+static int conn_write_raw(struct xs_conn *c, const struct iovec *iov, int cnt, size_t len)
 {
-	struct xs_conn *c = ctx;
-	struct iovec v[MPA_TX_MAX_IOV];
+	struct iovec v[XS_CORK_IOV > MPA_TX_MAX_IOV ? XS_CORK_IOV : MPA_TX_MAX_IOV];
 	struct iovec *p = v;
 	size_t left = len;
 
@@ -504,6 +514,70 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 		left -= (size_t)n;
 		xs_iov_advance(&p, &cnt, (size_t)n);
 	}
+	return 0;
+}
+
+static int cork_flush(struct xs_conn *c)
+{
+	int rc = 0;
+
+	if (c->cork_cnt)
+		rc = conn_write_raw(c, c->cork_iov, c->cork_cnt, c->cork_len);
+	c->cork_cnt = 0;
+	c->cork_len = 0;
+	c->cork_used = 0;
+	return rc;
+}
+
+/* Copied rather than referenced: the FPDU scratch (rewritten for the next
+ * FPDU) and small pieces (a WR's inline data lives on post_send's stack). */
+static bool cork_copies(const struct xs_conn *c, const struct iovec *v)
+{
+	const uint8_t *b = v->iov_base, *f = (const uint8_t *)&c->tx.frame;
+
+	return v->iov_len <= XS_MAX_INLINE || (b >= f && b < f + sizeof(c->tx.frame));
+}
+
+/* The iw_tx writer used on application threads: all of the FPDU, waiting
+ * for room when TCP pushes back; inside a corked chain the FPDU joins the
+ * others for one sendmsg at the flush. */
+static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size_t len)
+{
+	struct xs_conn *c = ctx;
+	size_t copy = 0;
+	int rc;
+
+	if (tls_cork != c)
+		return conn_write_raw(c, iov, cnt, len);
+	for (int i = 0; i < cnt; i++)
+		if (cork_copies(c, &iov[i]))
+			copy += iov[i].iov_len;
+	if (c->cork_cnt + cnt > XS_CORK_IOV || c->cork_used + copy > XS_CORK_BUF) {
+		rc = cork_flush(c);
+		if (rc < 0)
+			return rc;
+		if (cnt > XS_CORK_IOV || copy > XS_CORK_BUF)
+			return conn_write_raw(c, iov, cnt, len);
+	}
+	for (int i = 0; i < cnt; i++) {
+		struct iovec *last = c->cork_cnt ? &c->cork_iov[c->cork_cnt - 1] : NULL;
+
+		if (!iov[i].iov_len)
+			continue;
+		if (cork_copies(c, &iov[i])) {
+			uint8_t *dst = c->cork_buf + c->cork_used;
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+			c->cork_used += iov[i].iov_len;
+			if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
+				last->iov_len += iov[i].iov_len; /* contiguous copies merge */
+				continue;
+			}
+			c->cork_iov[c->cork_cnt++] = (struct iovec){ dst, iov[i].iov_len };
+		} else {
+			c->cork_iov[c->cork_cnt++] = iov[i];
+		}
+	}
+	c->cork_len += len;
 	return 0;
 }
 
@@ -539,8 +613,11 @@ static void tx_release(struct xs_conn *c)
 int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 		 const struct iovec *iov, int cnt)
 {
-	int rc = tx_acquire(c);
+	int rc;
 
+	if (tls_cork == c)
+		return iw_tx_send(&c->tx, op, inv_stag, iov, cnt);
+	rc = tx_acquire(c);
 	if (rc < 0)
 		return rc;
 	rc = iw_tx_send(&c->tx, op, inv_stag, iov, cnt);
@@ -551,11 +628,44 @@ int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
 		   const struct iovec *iov, int cnt)
 {
+	int rc;
+
+	if (tls_cork == c)
+		return iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	rc = tx_acquire(c);
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	tx_release(c);
+	return rc;
+}
+
+int xs_conn_cork(struct xs_conn *c)
+{
 	int rc = tx_acquire(c);
 
 	if (rc < 0)
 		return rc;
-	rc = iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	c->cork_cnt = 0;
+	c->cork_len = 0;
+	c->cork_used = 0;
+	tls_cork = c;
+	return 0;
+}
+
+int xs_conn_cork_flush(struct xs_conn *c)
+{
+	return tls_cork == c ? cork_flush(c) : 0;
+}
+
+int xs_conn_uncork(struct xs_conn *c)
+{
+	int rc;
+
+	if (tls_cork != c)
+		return 0;
+	rc = cork_flush(c);
+	tls_cork = NULL;
 	tx_release(c);
 	return rc;
 }
