@@ -819,7 +819,7 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	for (;;) {
 		int n = iov_skip(iov, cnt, got, v);
 		pthread_mutex_lock(&s->mu);
-		xsk_progress_io(s);
+		xsk_progress_io(s, flags);
 		r = want ? xsk_recv_locked(s, v, n, flags) : 0;
 		if (!want && s->state != XSK_CONNECTED)
 			r = -ENOTCONN;
@@ -864,7 +864,7 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 		return fail(EINVAL);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		xsk_progress_io(s);
+		xsk_progress_io(s, flags);
 		r = xsk_send_locked(s, iov, cnt, flags, &done);
 		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		bool connecting = s->state == XSK_CONNECTING;

@@ -115,6 +115,7 @@ struct xsk_stack {
 	int (*comp_pending)(struct ibv_comp_channel *);
 	int (*comp_take)(struct ibv_comp_channel *);
 	int (*cq_arm)(struct ibv_cq *, int on);
+	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -221,6 +222,9 @@ struct xsk {
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	bool cq_armed;
+	/* a blocking call's wait on the TCP socket ended (xsk_rx_wait_end):
+	 * its next progress receives there (xsk_progress_io) */
+	bool rx_hint;
 	struct ibv_mr *rmr; /* rbuf + target SGL + message buffers */
 	struct ibv_mr *smr;
 	uint8_t *mem; /* one allocation: rbuf | target_sgl | rmsgbuf */
@@ -310,10 +314,13 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
 /* Make progress without blocking (CM events, completions, credits) and
  * update the ready eventfd. */
 void xsk_progress(struct xsk *s);
-/* The same without the ready eventfd, for a caller that updates it with
- * xsk_set_ready before it unlocks (a receive that drains what progress
- * found would otherwise set and clear it: two system calls). */
-void xsk_progress_io(struct xsk *s);
+/* The same without the ready eventfd, for a read or write (send flags)
+ * that updates it with xsk_set_ready before it unlocks (a receive that
+ * drains what progress found would otherwise set and clear it: two system
+ * calls).  A blocking call does not try the TCP socket itself before its
+ * first wait: it waits on that socket (xsk_rx_wait_begin), which says
+ * when there is something to receive. */
+void xsk_progress_io(struct xsk *s, int flags);
 /* poll(2) bits the socket has now (after xsk_progress). */
 short xsk_revents(struct xsk *s);
 /* The fds to wait on for progress (at most 3): the channels, plus the

@@ -440,14 +440,18 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 	}
 }
 
-static void poll_cq(struct xsk *s)
+/* rx: an empty CQ makes the stack receive on the connection first */
+static void poll_cq_rx(struct xsk *s, bool rx)
 {
+	const struct xsk_stack *st = xsk_stack();
 	struct ibv_wc wc[32];
 	int n;
 
 	/* a short batch drained the CQ: polling an empty one would try the
 	 * socket once more */
-	for (n = 32; s->cq && n == 32 && (n = ibv_poll_cq(s->cq, 32, wc)) > 0;) {
+	for (n = 32; s->cq && n == 32 &&
+		     (n = st && st->poll_cq ? st->poll_cq(s->cq, 32, wc, rx)
+					    : ibv_poll_cq(s->cq, 32, wc)) > 0;) {
 		for (int i = 0; i < n; i++) {
 			if (wc[i].wr_id & WR_RECV) {
 				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
@@ -497,6 +501,11 @@ static void cq_rearm(struct xsk *s, const struct xsk_stack *st)
 		st->cq_arm(s->cq, 1);
 		s->cq_armed = true;
 	}
+}
+
+static void poll_cq(struct xsk *s)
+{
+	poll_cq_rx(s, true);
 }
 
 /* pending: the channel has events (xsk_progress looked) */
@@ -620,7 +629,7 @@ static void drain_cm(struct xsk *s, const struct xsk_stack *st)
 	}
 }
 
-static void progress(struct xsk *s, bool ready)
+static void progress(struct xsk *s, bool ready, bool rx)
 {
 	const struct xsk_stack *st = xsk_stack();
 	bool cm_ev, cq_ev;
@@ -649,7 +658,7 @@ static void progress(struct xsk *s, bool ready)
 	if (cm_ev)
 		drain_cm(s, st);
 	drain_cq_events(s, st, cq_ev);
-	poll_cq(s);
+	poll_cq_rx(s, rx);
 	if (s->ext)
 		xsk_ext_progress(s);
 	give_credits(s);
@@ -665,12 +674,15 @@ static void progress(struct xsk *s, bool ready)
 
 void xsk_progress(struct xsk *s)
 {
-	progress(s, true);
+	progress(s, true, true);
 }
 
-void xsk_progress_io(struct xsk *s)
+void xsk_progress_io(struct xsk *s, int flags)
 {
-	progress(s, false);
+	bool rx = s->nonblock || (flags & MSG_DONTWAIT) || s->rx_hint;
+
+	s->rx_hint = false;
+	progress(s, false, rx);
 }
 
 /* ---- listen / accept ------------------------------------------------------------- */
@@ -886,6 +898,7 @@ void xsk_rx_wait_end(struct xsk *s)
 
 	if (st && st->rx_wait && s->id)
 		st->rx_wait(s->id, 0);
+	s->rx_hint = true;
 }
 
 /* ---- data ------------------------------------------------------------------------- */

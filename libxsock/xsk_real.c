@@ -143,6 +143,7 @@ static void stack_init_once(void)
 	*(void **)&stack.comp_pending = dlsym(h, "xsock_priv_comp_pending");
 	*(void **)&stack.comp_take = dlsym(h, "xsock_priv_comp_take");
 	*(void **)&stack.cq_arm = dlsym(h, "xsock_priv_cq_arm");
+	*(void **)&stack.poll_cq = dlsym(h, "xsock_priv_poll_cq");
 	void (*fork_init)(void);
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

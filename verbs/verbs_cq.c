@@ -437,7 +437,7 @@ XS_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	return EOPNOTSUPP;
 }
 
-int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
 	int i = 0;
@@ -454,10 +454,23 @@ int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		bool conns = x->nconns > 0;
 		pthread_mutex_unlock(&x->lock);
 		/* empty: receive what is waiting on this thread, then look again */
-		if (i || !n || !conns || !cq_poll_conns(x))
+		if (i || !n || !conns || !rx || !cq_poll_conns(x))
 			break;
 	}
 	return i;
+}
+
+int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return poll_cq(cq, n, wc, true);
+}
+
+/* Private to libxsock: ibv_poll_cq, and with rx = 0 without receiving on
+ * the connections (a thread that will wait on the socket first). */
+XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
+XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
+{
+	return poll_cq(cq, n, wc, rx != 0);
 }
 
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn)

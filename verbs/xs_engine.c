@@ -1052,6 +1052,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead && !c->rx_defer) {
 		uint8_t *dst;
 		size_t win = iw_rx_direct(&c->rx, &dst);
+		size_t asked;
 		ssize_t n;
 		int rc = 0;
 
@@ -1060,6 +1061,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			 * in the same call the CRC and the next FPDU's headers */
 			struct iovec v[2] = { { dst, win }, { c->rbuf, XS_RTAIL } };
 			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+			asked = win + XS_RTAIL;
 			n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 			if (n > 0)
 				rc = iw_rx_direct_done(&c->rx, (size_t)n < win ? (size_t)n : win, &err);
@@ -1068,7 +1070,8 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 		} else {
 			/* inside a stream of large FPDUs a big read would stage
 			 * payload here only to copy it again: read the headers */
-			n = recv(c->fd, c->rbuf, c->rx_large ? XS_RTAIL : XS_RBUF, MSG_DONTWAIT);
+			asked = c->rx_large ? XS_RTAIL : XS_RBUF;
+			n = recv(c->fd, c->rbuf, asked, MSG_DONTWAIT);
 			if (n > 0)
 				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err);
 		}
@@ -1108,6 +1111,11 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			break;
 		got += (size_t)n;
 		budget = (size_t)n < budget ? budget - (size_t)n : 0;
+		/* a short read emptied the socket: another recv would only say
+		 * EAGAIN (what arrives later makes the socket readable again,
+		 * for the engine's re-armed poll as for a waiting thread) */
+		if (!c->term_seen && (size_t)n < asked)
+			break;
 		if (c->term_seen) {
 			if (engine) {
 				conn_fail(c, false, &c->term_cause, -ECONNRESET);
