@@ -113,7 +113,7 @@ struct xs_conn {
 	 * receiving, so one wake-up (theirs) carries the data. */
 	_Atomic int app_waiters;
 	_Atomic bool rx_app_eof; /* an application thread's receive met FIN or an error */
-	bool rx_parked; /* engine thread: on eng.parked, poll not re-armed */
+	_Atomic bool rx_parked; /* on eng.parked, poll not re-armed (engine thread writes) */
 	struct xs_conn *park_next;
 
 	/* transmit: exclusive ownership by one thread at a time */
@@ -1090,8 +1090,10 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
 			if (!engine) {
 				/* the engine's poll sees it too: wake it now if it
-				 * parked the connection, and stop waiters polling it */
-				if (!atomic_exchange(&c->rx_app_eof, true))
+				 * parked the connection (else its pause ends within
+				 * XS_PARK_NS), and stop waiters polling it */
+				if (!atomic_exchange(&c->rx_app_eof, true) &&
+				    atomic_load(&c->rx_parked))
 					conn_command(c, CMD_ARM);
 				break;
 			}
