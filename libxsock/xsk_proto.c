@@ -211,19 +211,6 @@ static int post_msg(struct xsk *s, uint32_t msg)
 	return -ibv_post_send(s->id->qp, &wr, &bad);
 }
 
-static int post_write(struct xsk *s, uint64_t wr_id, struct ibv_sge *sge, bool inl,
-		      uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = IBV_WR_RDMA_WRITE,
-				  .sg_list = sge, .num_sge = 1 };
-	struct ibv_send_wr *bad;
-
-	wr.send_flags = inl ? IBV_SEND_INLINE : IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return -ibv_post_send(s->id->qp, &wr, &bad);
-}
-
 /* ---- resources ----------------------------------------------------------------- */
 
 static int setup_qp(struct xsk *s, const struct xsk_stack *st)
@@ -373,10 +360,21 @@ static void give_credits(struct xsk *s)
 			sge.key = swap32(sge.key);
 			sge.length = swap32(sge.length);
 		}
+		/* the Write of the SGE and the SGL message: one chain, which
+		 * the stack sends with one sendmsg */
+		uint32_t m = RS_MSG(RS_OP_SGL, (uint16_t)(s->rseq_no + s->rq_size));
+		if (s->swap)
+			m = swap32(m);
 		struct ibv_sge ib = { .addr = (uintptr_t)&sge, .length = sizeof(sge) };
-		if (post_write(s, 0, &ib, true,
-			       s->remote_sgl.addr + (uint64_t)s->remote_sge * RS_SGE_LEN,
-			       s->remote_sgl.key)) {
+		struct ibv_sge mb = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+		struct ibv_send_wr msg = { .opcode = IBV_WR_SEND, .sg_list = &mb, .num_sge = 1,
+					   .send_flags = IBV_SEND_INLINE };
+		struct ibv_send_wr wr = { .next = &msg, .opcode = IBV_WR_RDMA_WRITE, .sg_list = &ib,
+					  .num_sge = 1, .send_flags = IBV_SEND_INLINE };
+		struct ibv_send_wr *bad;
+		wr.wr.rdma.remote_addr = s->remote_sgl.addr + (uint64_t)s->remote_sge * RS_SGE_LEN;
+		wr.wr.rdma.rkey = s->remote_sgl.key;
+		if (ibv_post_send(s->id->qp, &wr, &bad)) {
 			conn_broken(s);
 			return;
 		}
@@ -386,6 +384,7 @@ static void give_credits(struct xsk *s)
 			s->rbuf_free_offset = 0;
 		if (++s->remote_sge >= s->remote_sgl.length)
 			s->remote_sge = 0;
+		return;
 	}
 	if (post_msg(s, RS_MSG(RS_OP_SGL, (uint16_t)(s->rseq_no + s->rq_size))))
 		conn_broken(s);
