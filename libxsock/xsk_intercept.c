@@ -1294,7 +1294,7 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 			if (socks[i] && !ready) {
 				/* channels, the ready fd for readers, the wake fd
 				 * (registered as a waiting writer) for writers */
-				int cf[3];
+				int cf[4]; /* the channels, the ready fd, the wake fd */
 				struct xsk *sk = socks[i];
 				pthread_mutex_lock(&sk->mu);
 				int k = xsk_wait_fds(sk, cf, false);

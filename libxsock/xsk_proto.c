@@ -21,7 +21,15 @@
  * channel without blocking.  The inner epoll fd (the number the
  * application holds) contains both channels and the ready eventfd, which
  * is kept readable while the socket is readable, so a kernel-level wait on
- * the application's fd wakes for new events and for buffered data. */
+ * the application's fd wakes for new events and for buffered data.
+ *
+ * The fast path (one wake-up and about three system calls per small
+ * message, see scripts/bench-sockets.sh): a blocked read or write also
+ * polls the connection's TCP socket (xsk_rx_wait_begin), while the engine
+ * leaves that connection alone, and then receives on its own thread; a
+ * Data Transfer's Write and Send go out as one chain (one sendmsg); the
+ * CQ stays disarmed while a thread of ours polls it, and the channels are
+ * looked at without system calls (libiwarp's XSOCK_PRIVATE_0 calls). */
 #include "config.h"
 
 #include <errno.h>

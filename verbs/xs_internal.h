@@ -10,7 +10,9 @@
  * written on the caller's thread (the fast path) under the connection's tx
  * lock; bytes the socket does not take at once are queued and flushed by the
  * engine.  Upcalls (xs_conn_ops, accept/connect callbacks) run on the engine
- * thread. */
+ * thread.  While a libxsock thread blocks on a connection to receive on it
+ * itself (xsock_priv_rx_wait), the engine parks that connection: its poll
+ * fired, it does not receive, and it looks again about 1 ms later. */
 #ifndef XS_INTERNAL_H
 #define XS_INTERNAL_H
 
