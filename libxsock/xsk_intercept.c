@@ -213,11 +213,14 @@ static int64_t now_ms(void)
  * it.  0, -EINTR or -XSK_ERESTART (xsk_sig_poll; snap: the call's start). */
 static int sk_wait(struct xsk *s, int timeout_ms, bool writer, struct xsk_sigsnap *snap)
 {
-	struct pollfd p[3];
-	int fds[3], n, rc = 0;
+	struct pollfd p[4];
+	int fds[4], n, rc = 0, rxfd;
 
 	pthread_mutex_lock(&s->mu);
 	n = xsk_wait_fds(s, fds, writer);
+	rxfd = n ? xsk_rx_wait_begin(s) : -1; /* receive the data on this thread */
+	if (rxfd >= 0)
+		fds[n++] = rxfd;
 	if (writer) {
 		s->writers_waiting++;
 		/* another thread may have made progress since the caller's
@@ -231,6 +234,11 @@ static int sk_wait(struct xsk *s, int timeout_ms, bool writer, struct xsk_sigsna
 	if (!n)
 		return -ENOTCONN;
 	rc = xsk_sig_poll(p, (nfds_t)n, timeout_ms, snap);
+	if (rxfd >= 0) {
+		pthread_mutex_lock(&s->mu);
+		xsk_rx_wait_end(s);
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (writer) {
 		uint64_t v;
 		pthread_mutex_lock(&s->mu);
@@ -1120,7 +1128,7 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	for (;;) {
 		int n = iov_skip(iov, cnt, got, v);
 		pthread_mutex_lock(&s->mu);
-		xsk_progress(s);
+		xsk_progress_io(s, flags);
 		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		if (peek && !nb && s->state == XSK_CONNECTED && s->rbytes < target && !s->err &&
 		    !s->peer_shut_wr && !s->shut_rd)
@@ -1179,7 +1187,7 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	pthread_mutex_unlock(&s->mu);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		xsk_progress(s);
+		xsk_progress_io(s, flags);
 		r = xsk_send_locked(s, iov, cnt, flags, &done);
 		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		bool connecting = s->state == XSK_CONNECTING;

@@ -110,6 +110,18 @@ struct xsk_stack {
 	int (*tcp)(struct rdma_cm_id *, int op, int level, int name, void *val, socklen_t *len);
 	/* the mixed listener (verbs/xs_priv_abi.h; NULL if absent) */
 	int (*listen_mixed)(struct rdma_cm_id *);
+	/* libiwarp's receive fast path (NULL if absent): the TCP socket a
+	 * thread about to block may poll to receive on its own thread (on 1,
+	 * -1 for none), and the end of that wait (on 0) */
+	int (*rx_wait)(struct rdma_cm_id *, int on);
+	/* ... and its queues without system calls (NULL if absent): events
+	 * queued on a CM / completion channel, take one completion event,
+	 * disarm (0) or arm (1, signalling at once if completions wait) */
+	int (*cm_pending)(struct rdma_event_channel *);
+	int (*comp_pending)(struct ibv_comp_channel *);
+	int (*comp_take)(struct ibv_comp_channel *);
+	int (*cq_arm)(struct ibv_cq *, int on);
+	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 };
 
@@ -226,6 +238,9 @@ struct xsk {
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	bool cq_armed;
+	/* a blocking call's wait on the TCP socket ended (xsk_rx_wait_end):
+	 * its next progress receives there (xsk_progress_io) */
+	bool rx_hint;
 	struct ibv_mr *rmr; /* rbuf + target SGL + message buffers */
 	struct ibv_mr *smr;
 	uint8_t *mem; /* one allocation: rbuf | target_sgl | rmsgbuf */
@@ -318,12 +333,25 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
 /* Make progress without blocking (CM events, completions, credits) and
  * update the ready eventfd. */
 void xsk_progress(struct xsk *s);
+/* The same without the ready eventfd, for a read or write (send flags)
+ * that updates it with xsk_set_ready before it unlocks (a receive that
+ * drains what progress found would otherwise set and clear it: two system
+ * calls).  A blocking call does not try the TCP socket itself before its
+ * first wait: it waits on that socket (xsk_rx_wait_begin), which says
+ * when there is something to receive. */
+void xsk_progress_io(struct xsk *s, int flags);
 /* poll(2) bits the socket has now (after xsk_progress). */
 short xsk_revents(struct xsk *s);
 /* The fds to wait on for progress (at most 3): the channels, plus the
  * ready eventfd for a reader or the wake eventfd for a writer (another
  * thread may make the progress a waiter needs). */
 int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
+/* A thread about to block on s (s->mu held): the connection's TCP socket
+ * to poll for POLLIN as well, so that the waiting thread receives the data
+ * itself (one wake-up, no engine hand-off), or -1.  A return >= 0 must be
+ * followed by xsk_rx_wait_end once the wait is over. */
+int xsk_rx_wait_begin(struct xsk *s);
+void xsk_rx_wait_end(struct xsk *s);
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
 ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
 /* listener: the next established child, or a plain client's shell

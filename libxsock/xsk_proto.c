@@ -21,7 +21,15 @@
  * channel without blocking.  The inner epoll fd (the number the
  * application holds) contains both channels and the ready eventfd, which
  * is kept readable while the socket is readable, so a kernel-level wait on
- * the application's fd wakes for new events and for buffered data. */
+ * the application's fd wakes for new events and for buffered data.
+ *
+ * The fast path (one wake-up and about three system calls per small
+ * message, see scripts/bench-sockets.sh): a blocked read or write also
+ * polls the connection's TCP socket (xsk_rx_wait_begin), while the engine
+ * leaves that connection alone, and then receives on its own thread; a
+ * Data Transfer's Write and Send go out as one chain (one sendmsg); the
+ * CQ stays disarmed while a thread of ours polls it, and the channels are
+ * looked at without system calls (libiwarp's XSOCK_PRIVATE_0 calls). */
 #include "config.h"
 
 #include <errno.h>
@@ -214,19 +222,6 @@ static int post_msg(struct xsk *s, uint32_t msg)
 	return -ibv_post_send(s->id->qp, &wr, &bad);
 }
 
-static int post_write(struct xsk *s, uint64_t wr_id, struct ibv_sge *sge, bool inl,
-		      uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = IBV_WR_RDMA_WRITE,
-				  .sg_list = sge, .num_sge = 1 };
-	struct ibv_send_wr *bad;
-
-	wr.send_flags = inl ? IBV_SEND_INLINE : IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return -ibv_post_send(s->id->qp, &wr, &bad);
-}
-
 /* ---- resources ----------------------------------------------------------------- */
 
 static int setup_qp(struct xsk *s, const struct xsk_stack *st)
@@ -386,10 +381,21 @@ static void give_credits(struct xsk *s)
 			sge.key = swap32(sge.key);
 			sge.length = swap32(sge.length);
 		}
+		/* the Write of the SGE and the SGL message: one chain, which
+		 * the stack sends with one sendmsg */
+		uint32_t m = RS_MSG(RS_OP_SGL, (uint16_t)(s->rseq_no + s->rq_size));
+		if (s->swap)
+			m = swap32(m);
 		struct ibv_sge ib = { .addr = (uintptr_t)&sge, .length = sizeof(sge) };
-		if (post_write(s, 0, &ib, true,
-			       s->remote_sgl.addr + (uint64_t)s->remote_sge * RS_SGE_LEN,
-			       s->remote_sgl.key)) {
+		struct ibv_sge mb = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+		struct ibv_send_wr msg = { .opcode = IBV_WR_SEND, .sg_list = &mb, .num_sge = 1,
+					   .send_flags = IBV_SEND_INLINE };
+		struct ibv_send_wr wr = { .next = &msg, .opcode = IBV_WR_RDMA_WRITE, .sg_list = &ib,
+					  .num_sge = 1, .send_flags = IBV_SEND_INLINE };
+		struct ibv_send_wr *bad;
+		wr.wr.rdma.remote_addr = s->remote_sgl.addr + (uint64_t)s->remote_sge * RS_SGE_LEN;
+		wr.wr.rdma.rkey = s->remote_sgl.key;
+		if (ibv_post_send(s->id->qp, &wr, &bad)) {
 			conn_broken(s);
 			return;
 		}
@@ -399,6 +405,7 @@ static void give_credits(struct xsk *s)
 			s->rbuf_free_offset = 0;
 		if (++s->remote_sge >= s->remote_sgl.length)
 			s->remote_sge = 0;
+		return;
 	}
 	if (post_msg(s, RS_MSG(RS_OP_SGL, (uint16_t)(s->rseq_no + s->rq_size))))
 		conn_broken(s);
@@ -456,12 +463,18 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 	}
 }
 
-static void poll_cq(struct xsk *s)
+/* rx: an empty CQ makes the stack receive on the connection first */
+static void poll_cq_rx(struct xsk *s, bool rx)
 {
+	const struct xsk_stack *st = xsk_stack();
 	struct ibv_wc wc[32];
 	int n;
 
-	while (s->cq && (n = ibv_poll_cq(s->cq, 32, wc)) > 0) {
+	/* a short batch drained the CQ: polling an empty one would try the
+	 * socket once more */
+	for (n = 32; s->cq && n == 32 &&
+		     (n = st && st->poll_cq ? st->poll_cq(s->cq, 32, wc, rx)
+					    : ibv_poll_cq(s->cq, 32, wc)) > 0;) {
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				s->qp_failed = true;
@@ -494,7 +507,33 @@ static void poll_cq(struct xsk *s)
 	}
 }
 
-/* pending: the channel's fd is readable (xsk_progress looked) */
+/* CQ events: libxsock keeps its CQ armed only while no thread of its own
+ * is inside a locked section (where it polls the CQ anyway), so that the
+ * completions it makes itself (its Writes, the receives its waiting thread
+ * takes off the socket) cost no channel event; the arm at the end signals
+ * at once if completions are left (cq_rearm). */
+static void cq_disarm(struct xsk *s, const struct xsk_stack *st)
+{
+	if (st->cq_arm && s->cq && s->cq_armed) {
+		st->cq_arm(s->cq, 0);
+		s->cq_armed = false;
+	}
+}
+
+static void cq_rearm(struct xsk *s, const struct xsk_stack *st)
+{
+	if (st->cq_arm && s->cq && !s->cq_armed) {
+		st->cq_arm(s->cq, 1);
+		s->cq_armed = true;
+	}
+}
+
+static void poll_cq(struct xsk *s)
+{
+	poll_cq_rx(s, true);
+}
+
+/* pending: the channel has events (xsk_progress looked) */
 static void drain_cq_events(struct xsk *s, const struct xsk_stack *st, bool pending)
 {
 	struct ibv_cq *cq;
@@ -503,15 +542,23 @@ static void drain_cq_events(struct xsk *s, const struct xsk_stack *st, bool pend
 
 	if (!s->cch)
 		return;
-	/* only with an event pending: the stack's ibv_get_cq_event spins
-	 * (40 us) before it looks at the fd, even on a nonblocking channel */
-	while (pending && st->get_cq_event(s->cch, &cq, &ctx) == 0)
-		n++;
+	if (pending && st->comp_take) {
+		while (st->comp_take(s->cch))
+			n++;
+	} else {
+		/* only with an event pending: the stack's ibv_get_cq_event
+		 * spins (40 us) before it looks at the fd, even on a
+		 * nonblocking channel */
+		while (pending && st->get_cq_event(s->cch, &cq, &ctx) == 0)
+			n++;
+	}
 	if (n) {
 		st->ack_cq_events(s->cq, n);
 		s->cq_armed = false;
 	}
-	if (!s->cq_armed && s->cq && ibv_req_notify_cq(s->cq, 0) == 0)
+	if (st->cq_arm)
+		cq_disarm(s, st);
+	else if (!s->cq_armed && s->cq && ibv_req_notify_cq(s->cq, 0) == 0)
 		s->cq_armed = true;
 }
 
@@ -619,9 +666,10 @@ static void drain_cm(struct xsk *s, const struct xsk_stack *st)
 	}
 }
 
-void xsk_progress(struct xsk *s)
+static void progress(struct xsk *s, bool ready, bool rx)
 {
 	const struct xsk_stack *st = xsk_stack();
+	bool cm_ev, cq_ev;
 
 	if (!st || s->state == XSK_FRESH)
 		return;
@@ -630,25 +678,48 @@ void xsk_progress(struct xsk *s)
 		xsk_set_ready(s);
 		return;
 	}
-	/* one syscall to see which channel has events (poll_cq receives
-	 * whether or not the CQ channel fired) */
-	struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
-			       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
-	if (xsk_real.poll(p, 2, 0) <= 0)
-		p[0].revents = p[1].revents = 0;
-	if (p[0].revents)
+	if (st->cm_pending && st->comp_pending) {
+		/* the stack's queues, without a system call */
+		cm_ev = s->ch && st->cm_pending(s->ch);
+		cq_ev = s->cch && st->comp_pending(s->cch) > 0;
+	} else {
+		/* one syscall to see which channel has events (poll_cq
+		 * receives whether or not the CQ channel fired) */
+		struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
+				       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
+		if (xsk_real.poll(p, 2, 0) <= 0)
+			p[0].revents = p[1].revents = 0;
+		cm_ev = p[0].revents != 0;
+		cq_ev = p[1].revents != 0;
+	}
+	if (cm_ev)
 		drain_cm(s, st);
-	drain_cq_events(s, st, p[1].revents != 0);
-	poll_cq(s);
+	drain_cq_events(s, st, cq_ev);
+	poll_cq_rx(s, rx);
 	if (s->ext)
 		xsk_ext_progress(s);
 	give_credits(s);
-	xsk_set_ready(s);
+	cq_rearm(s, st);
+	if (ready)
+		xsk_set_ready(s);
 	if (s->writers_waiting && s->wake_fd >= 0 && (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))) {
 		uint64_t one = 1;
 		if (xsk_real.write(s->wake_fd, &one, sizeof(one)) < 0)
 			s->writers_waiting = s->writers_waiting; /* full: already signalled */
 	}
+}
+
+void xsk_progress(struct xsk *s)
+{
+	progress(s, true, true);
+}
+
+void xsk_progress_io(struct xsk *s, int flags)
+{
+	bool rx = s->nonblock || (flags & MSG_DONTWAIT) || s->rx_hint;
+
+	s->rx_hint = false;
+	progress(s, false, rx);
 }
 
 /* ---- listen / accept ------------------------------------------------------------- */
@@ -879,6 +950,25 @@ int xsk_wait_fds(struct xsk *s, int fds[3], bool writer)
 	return n;
 }
 
+int xsk_rx_wait_begin(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (!st || !st->rx_wait || s->state != XSK_CONNECTED || !s->id || s->peer_gone ||
+	    !xsk_fork_use(s))
+		return -1;
+	return st->rx_wait(s->id, 1);
+}
+
+void xsk_rx_wait_end(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (st && st->rx_wait && s->id)
+		st->rx_wait(s->id, 0);
+	s->rx_hint = true;
+}
+
 /* ---- data ------------------------------------------------------------------------- */
 
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags)
@@ -968,8 +1058,19 @@ static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id)
 	if (!t->length)
 		s->target_sge = (s->target_sge + 1) % RS_SGL_SIZE;
 	s->sseq_no++;
-	if (post_write(s, wr_id, sge, false, raddr, rkey) ||
-	    post_msg(s, RS_MSG(RS_OP_DATA, sge->length))) {
+	/* one chain: the stack sends both FPDUs with one sendmsg */
+	uint32_t m = RS_MSG(RS_OP_DATA, sge->length);
+	if (s->swap)
+		m = swap32(m);
+	struct ibv_sge msge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+	struct ibv_send_wr msg = { .opcode = IBV_WR_SEND, .sg_list = &msge, .num_sge = 1,
+				   .send_flags = IBV_SEND_INLINE };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .next = &msg, .opcode = IBV_WR_RDMA_WRITE,
+				  .sg_list = sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(s->id->qp, &wr, &bad)) {
 		conn_broken(s);
 		return -EPIPE;
 	}
@@ -1028,6 +1129,9 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 			skip = 0;
 		}
 	}
+	const struct xsk_stack *st = xsk_stack();
+	if (st)
+		cq_disarm(s, st); /* our Writes' completions need no event */
 	while (v < cnt && can_send(s)) {
 		struct rs_sge_h *t = &s->tsgl[s->target_sge];
 		uint32_t room = sbuf_contig(s);
@@ -1059,13 +1163,18 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 		if (s->sbuf_head >= s->sbuf_size)
 			s->sbuf_head = 0;
 		s->sbuf_used += got;
-		if (post_data(s, &sge, WR_DATA | got))
+		if (post_data(s, &sge, WR_DATA | got)) {
+			if (st)
+				cq_rearm(s, st);
 			return sent ? (ssize_t)sent : -EPIPE;
+		}
 		sent += got;
 		*done += got;
 		/* the stack completes writes at once: reclaim the buffer */
 		poll_cq(s);
 	}
+	if (st)
+		cq_rearm(s, st);
 	return (ssize_t)sent;
 }
 

@@ -140,6 +140,12 @@ static void stack_init_once(void)
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
 	*(void **)&stack.tcp = dlsym(h, "xsock_priv_tcp");
 	*(void **)&stack.listen_mixed = dlsym(h, "xsock_priv_listen_mixed");
+	*(void **)&stack.rx_wait = dlsym(h, "xsock_priv_rx_wait");
+	*(void **)&stack.cm_pending = dlsym(h, "xsock_priv_cm_pending");
+	*(void **)&stack.comp_pending = dlsym(h, "xsock_priv_comp_pending");
+	*(void **)&stack.comp_take = dlsym(h, "xsock_priv_comp_take");
+	*(void **)&stack.cq_arm = dlsym(h, "xsock_priv_cq_arm");
+	*(void **)&stack.poll_cq = dlsym(h, "xsock_priv_poll_cq");
 	void (*fork_init)(void);
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

@@ -646,6 +646,70 @@ static void test_qp_conn(void)
 	CHECK_EQ_U(ibv_dereg_mr(mr), 0);
 }
 
+/* A chain of Writes and Sends leaves corked (one flush, one sendmsg in the
+ * engine); its completions come after the flush, in WR order, and a failed
+ * flush completes every WR of the chain with a flush error. */
+static void test_qp_cork(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, 2);
+	static uint8_t buf[256];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct xs_conn c = { .rx_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct mpa_agreed ag = { .rev = 2, .ird = 2, .ord = 2 };
+	uint32_t word = 0x11223344;
+	struct ibv_sge dsg = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	struct ibv_sge msg = { .addr = (uintptr_t)&word, .length = 4 };
+	struct ibv_send_wr send = { .wr_id = 11, .sg_list = &msg, .num_sge = 1, .opcode = IBV_WR_SEND,
+				    .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED };
+	struct ibv_send_wr write = { .wr_id = 10, .next = &send, .sg_list = &dsg, .num_sge = 1,
+				     .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc[4];
+
+	REQUIRE(cq && qp && mr);
+	write.wr.rdma.rkey = 0x99;
+	write.wr.rdma.remote_addr = 0x1000;
+	CHECK_EQ_U(modify_state(qp, IBV_QPS_INIT), 0);
+	CHECK_EQ_U(xs_qp_bind_conn(qp, &c, &ag), 0);
+	CHECK_EQ_U(ibv_post_send(qp, &write, &bad), 0);
+	CHECK(c.ncork == 1 && c.nflush == 1 && !c.corked && c.ntagged == 1 && c.nsend == 1);
+	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 2);
+	CHECK(wc[0].wr_id == 10 && wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 64);
+	CHECK(wc[1].wr_id == 11 && wc[1].status == IBV_WC_SUCCESS && wc[1].opcode == IBV_WC_SEND);
+	/* one WR alone, or a chain holding a Read, is not corked */
+	send.next = NULL;
+	CHECK_EQ_U(ibv_post_send(qp, &send, &bad), 0);
+	CHECK_EQ_U(c.ncork, 1);
+	struct ibv_send_wr rd = { .wr_id = 12, .sg_list = &dsg, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ };
+	send.next = &rd;
+	CHECK_EQ_U(ibv_post_send(qp, &send, &bad), 0);
+	CHECK_EQ_U(c.ncork, 1);
+	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 2); /* the two Sends; the Read is outstanding */
+	/* a bad WR after a good one in a corked chain: the good one still
+	 * completes (one SGE too many is refused only when its turn comes) */
+	send.next = &write;
+	write.next = NULL;
+	write.num_sge = 3;
+	CHECK_EQ_U(ibv_post_send(qp, &send, &bad), EINVAL);
+	CHECK(bad == &write && c.ncork == 2 && c.nflush == 2);
+	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 1);
+	CHECK(wc[0].wr_id == 11 && wc[0].status == IBV_WC_SUCCESS);
+	write.num_sge = 1;
+	/* the flush fails: both WRs flush, the QP is in error */
+	write.opcode = IBV_WR_RDMA_WRITE;
+	c.fail_flush = 1;
+	CHECK_EQ_U(ibv_post_send(qp, &send, &bad), 0);
+	CHECK_EQ_U(qp->state, IBV_QPS_ERR);
+	int n = ibv_poll_cq(cq, 4, wc);
+	CHECK(n >= 2 && wc[0].wr_id == 11 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
+	      wc[1].wr_id == 10 && wc[1].status == IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ_U(ibv_destroy_qp(qp), 0);
+	CHECK_EQ_U(ibv_destroy_cq(cq), 0);
+	CHECK_EQ_U(ibv_dereg_mr(mr), 0);
+}
+
 int main(void)
 {
 	xs_test_seed(1);
@@ -657,6 +721,7 @@ int main(void)
 	test_cq();
 	test_qp_states();
 	test_qp_conn();
+	test_qp_cork();
 	CHECK_EQ_U(ibv_dealloc_pd(pd), 0);
 	CHECK_EQ_U(ibv_close_device(ctx), 0);
 	return xs_test_result();

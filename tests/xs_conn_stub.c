@@ -42,11 +42,39 @@ static void record(struct xs_conn *c, const struct iovec *iov, int cnt)
 	}
 }
 
+int xs_conn_cork(struct xs_conn *c)
+{
+	if (c->fail_tx)
+		return -EPIPE;
+	c->ncork++;
+	c->corked = true;
+	c->gathered = 0;
+	return 0;
+}
+
+int xs_conn_cork_flush(struct xs_conn *c)
+{
+	if (!c->corked || !c->gathered)
+		return 0;
+	c->gathered = 0;
+	c->nflush++;
+	return c->fail_flush ? -EPIPE : 0;
+}
+
+int xs_conn_uncork(struct xs_conn *c)
+{
+	int rc = xs_conn_cork_flush(c);
+
+	c->corked = false;
+	return rc;
+}
+
 int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 		 const struct iovec *iov, int cnt)
 {
 	if (c->fail_tx)
 		return -EPIPE;
+	c->gathered += c->corked;
 	c->nsend++;
 	c->last_op = op;
 	c->last_inv = inv_stag;
@@ -59,6 +87,7 @@ int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint6
 {
 	if (c->fail_tx)
 		return -EPIPE;
+	c->gathered += c->corked;
 	c->ntagged++;
 	c->last_op = op;
 	c->last_stag = stag;

@@ -16,6 +16,10 @@ struct xs_conn {
 	/* what the QP sent */
 	int nsend, ntagged, nreadreq, nterm, nreadresp, disconnected, puts;
 	int holds; /* CQ references (xs_conn_hold - xs_conn_release) */
+	/* corked chains: xs_conn_cork calls, flushes that carried messages,
+	 * messages gathered since the last flush; fail_flush fails a flush */
+	int ncork, nflush, gathered, fail_flush;
+	bool corked;
 	enum rdmap_opcode last_op;
 	uint32_t last_inv, last_stag;
 	uint64_t last_to;

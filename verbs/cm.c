@@ -1797,6 +1797,19 @@ void xs_cm_fork_child(void)
 	}
 }
 
+/* Private to libxsock: an event is queued on the channel (no system call). */
+XS_EXPORT int xsock_priv_cm_pending(struct rdma_event_channel *channel);
+XS_EXPORT int xsock_priv_cm_pending(struct rdma_event_channel *channel)
+{
+	struct cm_chan *c = chan_of(channel);
+	bool any;
+
+	pthread_mutex_lock(&c->lock);
+	any = c->head != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return any;
+}
+
 struct xs_conn *xs_cm_conn(struct rdma_cm_id *id)
 {
 	struct cm_id *c = cm_of(id);

@@ -290,6 +290,67 @@ XS_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 	return 0;
 }
 
+/* ---- private to libxsock: its own CQ without the channel's round trips ---- */
+
+/* Events queued on the channel (no system call). */
+XS_EXPORT int xsock_priv_comp_pending(struct ibv_comp_channel *channel);
+XS_EXPORT int xsock_priv_comp_pending(struct ibv_comp_channel *channel)
+{
+	struct xs_channel *c = to_xs_channel(channel);
+	unsigned n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->count;
+	pthread_mutex_unlock(&c->lock);
+	return (int)n;
+}
+
+/* Take one queued event as ibv_get_cq_event would, without its receive
+ * pass or spin: 1 (its count read from the eventfd), 0 if none. */
+XS_EXPORT int xsock_priv_comp_take(struct ibv_comp_channel *channel);
+XS_EXPORT int xsock_priv_comp_take(struct ibv_comp_channel *channel)
+{
+	struct xs_channel *c = to_xs_channel(channel);
+	uint64_t v;
+	bool took = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->count) {
+		c->head = (c->head + 1) % c->cap;
+		c->count--;
+		took = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	/* the write that goes with it may still be on its way: a nonblocking
+	 * channel then keeps that count, which only makes a waiter look once
+	 * more (semaphore mode: one read, one count) */
+	if (took && read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
+		v = 0;
+	return took;
+}
+
+/* on = 0: disarm (completions queue without an event); on = 1: arm, and
+ * if completions are already queued, signal the event at once (the
+ * thread that disarmed may have left some: nobody must sleep on them).
+ * Returns 1 if it signalled. */
+XS_EXPORT int xsock_priv_cq_arm(struct ibv_cq *cq, int on);
+XS_EXPORT int xsock_priv_cq_arm(struct ibv_cq *cq, int on)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+	bool fire = false;
+
+	pthread_mutex_lock(&x->lock);
+	if (!on || x->count)
+		x->armed = 0;
+	else
+		x->armed = XS_CQ_ARM_NEXT;
+	fire = on && x->count;
+	pthread_mutex_unlock(&x->lock);
+	if (fire && cq->channel)
+		channel_signal(to_xs_channel(cq->channel), x);
+	return fire;
+}
+
 XS_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
 	pthread_mutex_lock(&cq->mutex);
@@ -376,7 +437,7 @@ XS_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	return EOPNOTSUPP;
 }
 
-int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
 	int i = 0;
@@ -393,10 +454,23 @@ int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		bool conns = x->nconns > 0;
 		pthread_mutex_unlock(&x->lock);
 		/* empty: receive what is waiting on this thread, then look again */
-		if (i || !n || !conns || !cq_poll_conns(x))
+		if (i || !n || !conns || !rx || !cq_poll_conns(x))
 			break;
 	}
 	return i;
+}
+
+int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return poll_cq(cq, n, wc, true);
+}
+
+/* Private to libxsock: ibv_poll_cq, and with rx = 0 without receiving on
+ * the connections (a thread that will wait on the socket first). */
+XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
+XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
+{
+	return poll_cq(cq, n, wc, rx != 0);
 }
 
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn)

@@ -966,7 +966,52 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 	return 0;
 }
 
-static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr)
+/* A chain of Sends and Writes posted corked (xs_conn_cork): their FPDUs
+ * leave in one sendmsg, and their completions wait for it. */
+#define XS_CORK_WRS 16
+
+struct xs_cork {
+	struct xs_conn *c;
+	unsigned n;
+	struct {
+		uint64_t wr_id;
+		enum ibv_wc_opcode op;
+		uint32_t len;
+	} wc[XS_CORK_WRS];
+};
+
+static bool chain_corkable(const struct ibv_send_wr *wr)
+{
+	unsigned n = 0;
+
+	if (!wr || !wr->next)
+		return false;
+	for (; wr; wr = wr->next)
+		if (++n > XS_CORK_WRS ||
+		    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_INV &&
+		     wr->opcode != IBV_WR_RDMA_WRITE))
+			return false;
+	return true;
+}
+
+/* Write what the chain gathered and complete its WRs (before any other
+ * completion of this post, so the CQ keeps WR order). */
+static void cork_settle(struct xs_qp *q, struct xs_cork *k)
+{
+	int rc;
+
+	if (!k || !k->c)
+		return;
+	rc = xs_conn_cork_flush(k->c);
+	for (unsigned i = 0; i < k->n; i++)
+		push_wc(q->qp.send_cq, q, k->wc[i].wr_id, k->wc[i].op,
+			rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len);
+	k->n = 0;
+	if (rc < 0)
+		qp_enter_error(q, false, NULL);
+}
+
+static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct xs_cork *k)
 {
 	enum ibv_qp_state st = qp_state(q);
 	bool signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
@@ -995,6 +1040,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr)
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
 		return EINVAL;
 	if (st == IBV_QPS_ERR) {
+		cork_settle(q, k);
 		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
 		return 0;
 	}
@@ -1025,15 +1071,19 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr)
 
 			if (s->length) {
 				p = xs_mr_local(q->qp.pd, s->lkey, s->addr, s->length, false);
-				if (!p)
+				if (!p) {
+					cork_settle(q, k);
 					return send_local_error(q, wr, wop, IBV_WC_LOC_PROT_ERR);
+				}
 			}
 			iov[n].iov_base = p;
 			iov[n++].iov_len = s->length;
 			total += s->length;
 		}
-		if (total > UINT32_MAX)
+		if (total > UINT32_MAX) {
+			cork_settle(q, k);
 			return send_local_error(q, wr, wop, IBV_WC_LOC_LEN_ERR);
+		}
 	}
 	/* a Write whose remote range runs past 2^64 cannot be segmented (DDP
 	 * TOs would wrap): refused like other malformed WRs */
@@ -1054,12 +1104,19 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr)
 		break;
 	}
 	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
+		cork_settle(q, k);
 		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
 		qp_enter_error(q, false, NULL);
 		return 0;
 	}
-	if (signaled)
+	if (signaled && k && k->c) {
+		k->wc[k->n].wr_id = wr->wr_id;
+		k->wc[k->n].op = wop;
+		k->wc[k->n].len = (uint32_t)total;
+		k->n++;
+	} else if (signaled) {
 		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total);
+	}
 	return 0;
 }
 
@@ -1068,13 +1125,24 @@ int xs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	struct xs_qp *q = to_xs_qp(ibqp);
 	int rc = 0;
 
+	struct xs_cork k = { .c = NULL };
+
 	pthread_mutex_lock(&q->sq_lock);
+	if (chain_corkable(wr) && qp_state(q) == IBV_QPS_RTS) {
+		k.c = qp_conn(q);
+		if (k.c && xs_conn_cork(k.c) < 0)
+			k.c = NULL; /* the WRs find the connection gone one by one */
+	}
 	for (; wr; wr = wr->next) {
-		rc = post_one_send(q, wr);
+		rc = post_one_send(q, wr, &k);
 		if (rc) {
 			*bad = wr;
 			break;
 		}
+	}
+	if (k.c) {
+		cork_settle(q, &k);
+		xs_conn_uncork(k.c);
 	}
 	pthread_mutex_unlock(&q->sq_lock);
 	return rc;

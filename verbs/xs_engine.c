@@ -45,6 +45,10 @@ enum conn_state {
 #define XS_RTAIL 256
 #define XS_RLARGE 4096
 #define XS_RR_MAX XS_MAX_IRD
+/* A corked chain: gather entries, and octets copied (FPDU headers,
+ * trailers and small payloads, which may not outlive their WR's call). */
+#define XS_CORK_IOV 64
+#define XS_CORK_BUF 2048
 #define XS_HS_MAX (MPA_RR_HDR_LEN + MPA_PD_MAX)
 
 /* One queued RDMA Read Response (responder side). */
@@ -56,12 +60,17 @@ struct xs_rresp {
 };
 
 /* io_uring user_data tags (low bits of the object pointer) */
-enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER = 5 };
+enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER = 5, TAG_PARK = 6 };
 
 /* A mixed listener looks again at a client that sent only part of the MPA
  * Request key this often (its octets stay in the socket, so a poll for
  * input would fire at once). */
 #define XS_CLS_TICK_MS 10
+
+/* How long the engine leaves a connection alone after its poll fired while
+ * an application thread was waiting to receive on it (xsock_priv_rx_wait):
+ * that thread receives, and the engine looks again after this pause. */
+#define XS_PARK_NS (1000 * 1000)
 
 struct xs_conn {
 	int fd;
@@ -108,6 +117,14 @@ struct xs_conn {
 	int rx_defer; /* XS_RX_DEFER_*: an app thread's receive found the end */
 	struct xs_err rx_defer_err;
 	struct rdmap_term rx_defer_term; /* QPTERM: the QP's Terminate to send */
+	/* Application threads blocked until this socket is readable, to
+	 * receive on it themselves (libxsock, xsock_priv_rx_wait): while there
+	 * are any, the engine's poll parks the connection instead of
+	 * receiving, so one wake-up (theirs) carries the data. */
+	_Atomic int app_waiters;
+	_Atomic bool rx_app_eof; /* an application thread's receive met FIN or an error */
+	_Atomic bool rx_parked; /* on eng.parked, poll not re-armed (engine thread writes) */
+	struct xs_conn *park_next;
 
 	/* transmit: exclusive ownership by one thread at a time */
 	pthread_mutex_t tx_mu;
@@ -117,6 +134,12 @@ struct xs_conn {
 	struct iw_tx tx;
 	struct iovec tx_rem[MPA_TX_MAX_IOV]; /* engine: rest of a partial FPDU */
 	int tx_remcnt;
+	/* a corked WR chain (xs_conn_cork, the posting thread only): FPDUs
+	 * gathered here go out with one sendmsg at the flush */
+	struct iovec cork_iov[XS_CORK_IOV];
+	int cork_cnt;
+	size_t cork_len, cork_used;
+	uint8_t cork_buf[XS_CORK_BUF];
 	struct xs_rresp rr[XS_RR_MAX];
 	unsigned rr_head, rr_count;
 	struct ddp_segmenter rr_seg;
@@ -192,6 +215,11 @@ static struct {
 	/* the mixed listeners' classification deadlines (engine thread) */
 	bool ctimer_armed;
 	struct __kernel_timespec ctimer_ts;
+	/* engine thread only: parked connections (each holds the reference
+	 * of the poll that fired) and the timer that re-arms them */
+	struct xs_conn *parked;
+	bool park_armed;
+	struct __kernel_timespec park_ts;
 	/* fork: the registry of connections and listeners (reg_mu, taken
 	 * before mu), and the engine's pause around fork() */
 	pthread_mutex_t reg_mu;
@@ -207,6 +235,8 @@ static struct {
 static __thread bool on_engine_thread;
 /* the connection an application thread is receiving on (xs_conn_poll) */
 static __thread struct xs_conn *tls_rx_conn;
+/* the connection whose WR chain this thread is posting corked */
+static __thread struct xs_conn *tls_cork;
 
 static void *engine_main(void *arg);
 
@@ -475,12 +505,10 @@ static int wait_writable(struct xs_conn *c)
 	}
 }
 
-/* The iw_tx writer used on application threads: all of the FPDU, waiting
- * for room when TCP pushes back. */
-static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size_t len)
+/* All of iov on the socket, waiting for room when TCP pushes back. */
+static int conn_write_raw(struct xs_conn *c, const struct iovec *iov, int cnt, size_t len)
 {
-	struct xs_conn *c = ctx;
-	struct iovec v[MPA_TX_MAX_IOV];
+	struct iovec v[XS_CORK_IOV > MPA_TX_MAX_IOV ? XS_CORK_IOV : MPA_TX_MAX_IOV];
 	struct iovec *p = v;
 	size_t left = len;
 
@@ -503,6 +531,70 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 		left -= (size_t)n;
 		xs_iov_advance(&p, &cnt, (size_t)n);
 	}
+	return 0;
+}
+
+static int cork_flush(struct xs_conn *c)
+{
+	int rc = 0;
+
+	if (c->cork_cnt)
+		rc = conn_write_raw(c, c->cork_iov, c->cork_cnt, c->cork_len);
+	c->cork_cnt = 0;
+	c->cork_len = 0;
+	c->cork_used = 0;
+	return rc;
+}
+
+/* Copied rather than referenced: the FPDU scratch (rewritten for the next
+ * FPDU) and small pieces (a WR's inline data lives on post_send's stack). */
+static bool cork_copies(const struct xs_conn *c, const struct iovec *v)
+{
+	const uint8_t *b = v->iov_base, *f = (const uint8_t *)&c->tx.frame;
+
+	return v->iov_len <= XS_MAX_INLINE || (b >= f && b < f + sizeof(c->tx.frame));
+}
+
+/* The iw_tx writer used on application threads: all of the FPDU, waiting
+ * for room when TCP pushes back; inside a corked chain the FPDU joins the
+ * others for one sendmsg at the flush. */
+static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size_t len)
+{
+	struct xs_conn *c = ctx;
+	size_t copy = 0;
+	int rc;
+
+	if (tls_cork != c)
+		return conn_write_raw(c, iov, cnt, len);
+	for (int i = 0; i < cnt; i++)
+		if (cork_copies(c, &iov[i]))
+			copy += iov[i].iov_len;
+	if (c->cork_cnt + cnt > XS_CORK_IOV || c->cork_used + copy > XS_CORK_BUF) {
+		rc = cork_flush(c);
+		if (rc < 0)
+			return rc;
+		if (cnt > XS_CORK_IOV || copy > XS_CORK_BUF)
+			return conn_write_raw(c, iov, cnt, len);
+	}
+	for (int i = 0; i < cnt; i++) {
+		struct iovec *last = c->cork_cnt ? &c->cork_iov[c->cork_cnt - 1] : NULL;
+
+		if (!iov[i].iov_len)
+			continue;
+		if (cork_copies(c, &iov[i])) {
+			uint8_t *dst = c->cork_buf + c->cork_used;
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+			c->cork_used += iov[i].iov_len;
+			if (last && (uint8_t *)last->iov_base + last->iov_len == dst) {
+				last->iov_len += iov[i].iov_len; /* contiguous copies merge */
+				continue;
+			}
+			c->cork_iov[c->cork_cnt++] = (struct iovec){ dst, iov[i].iov_len };
+		} else {
+			c->cork_iov[c->cork_cnt++] = iov[i];
+		}
+	}
+	c->cork_len += len;
 	return 0;
 }
 
@@ -538,8 +630,11 @@ static void tx_release(struct xs_conn *c)
 int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 		 const struct iovec *iov, int cnt)
 {
-	int rc = tx_acquire(c);
+	int rc;
 
+	if (tls_cork == c)
+		return iw_tx_send(&c->tx, op, inv_stag, iov, cnt);
+	rc = tx_acquire(c);
 	if (rc < 0)
 		return rc;
 	rc = iw_tx_send(&c->tx, op, inv_stag, iov, cnt);
@@ -550,11 +645,44 @@ int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
 		   const struct iovec *iov, int cnt)
 {
+	int rc;
+
+	if (tls_cork == c)
+		return iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	rc = tx_acquire(c);
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	tx_release(c);
+	return rc;
+}
+
+int xs_conn_cork(struct xs_conn *c)
+{
 	int rc = tx_acquire(c);
 
 	if (rc < 0)
 		return rc;
-	rc = iw_tx_tagged(&c->tx, op, stag, to, iov, cnt);
+	c->cork_cnt = 0;
+	c->cork_len = 0;
+	c->cork_used = 0;
+	tls_cork = c;
+	return 0;
+}
+
+int xs_conn_cork_flush(struct xs_conn *c)
+{
+	return tls_cork == c ? cork_flush(c) : 0;
+}
+
+int xs_conn_uncork(struct xs_conn *c)
+{
+	int rc;
+
+	if (tls_cork != c)
+		return 0;
+	rc = cork_flush(c);
+	tls_cork = NULL;
 	tx_release(c);
 	return rc;
 }
@@ -941,6 +1069,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead && !c->rx_defer) {
 		uint8_t *dst;
 		size_t win = iw_rx_direct(&c->rx, &dst);
+		size_t asked;
 		ssize_t n;
 		int rc = 0;
 
@@ -949,6 +1078,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			 * in the same call the CRC and the next FPDU's headers */
 			struct iovec v[2] = { { dst, win }, { c->rbuf, XS_RTAIL } };
 			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+			asked = win + XS_RTAIL;
 			n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 			if (n > 0)
 				rc = iw_rx_direct_done(&c->rx, (size_t)n < win ? (size_t)n : win, &err);
@@ -957,7 +1087,8 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 		} else {
 			/* inside a stream of large FPDUs a big read would stage
 			 * payload here only to copy it again: read the headers */
-			n = recv(c->fd, c->rbuf, c->rx_large ? XS_RTAIL : XS_RBUF, MSG_DONTWAIT);
+			asked = c->rx_large ? XS_RTAIL : XS_RBUF;
+			n = recv(c->fd, c->rbuf, asked, MSG_DONTWAIT);
 			if (n > 0)
 				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err);
 		}
@@ -979,6 +1110,12 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 				 * RST's error is read only once */
 				if (n < 0 && errno == ECONNRESET)
 					c->rx_reset = ECONNRESET;
+				/* the engine's poll sees it too: wake it now if it
+				 * parked the connection (else its pause ends within
+				 * XS_PARK_NS), and stop waiters polling it */
+				if (!atomic_exchange(&c->rx_app_eof, true) &&
+				    atomic_load(&c->rx_parked))
+					conn_command(c, CMD_ARM);
 				break;
 			}
 			/* FIN or RST: after a Terminate it is the remote error */
@@ -999,6 +1136,11 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			break;
 		got += (size_t)n;
 		budget = (size_t)n < budget ? budget - (size_t)n : 0;
+		/* a short read emptied the socket: another recv would only say
+		 * EAGAIN (what arrives later makes the socket readable again,
+		 * for the engine's re-armed poll as for a waiting thread) */
+		if (!c->term_seen && (size_t)n < asked)
+			break;
 		if (c->term_seen) {
 			if (engine) {
 				conn_fail(c, false, &c->term_cause, -ECONNRESET);
@@ -1448,6 +1590,56 @@ static void hs_scan(void)
 		timer_arm();
 }
 
+/* ---- parked connections (engine thread) -------------------------------------------
+ * Data came while an application thread waits on the socket to receive it
+ * itself: the engine stays out (no lock race, no CQ event, no second
+ * wake-up) and re-arms its poll XS_PARK_NS later, so a socket nobody reads
+ * any more is received on again within that pause. */
+
+static void park_timer_arm(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (eng.park_armed)
+		return;
+	sqe = eng_sqe();
+	eng.park_ts.tv_sec = 0;
+	eng.park_ts.tv_nsec = XS_PARK_NS;
+	io_uring_prep_timeout(sqe, &eng.park_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_PARK);
+	eng.park_armed = true;
+}
+
+static void conn_park(struct xs_conn *c)
+{
+	if (c->rx_parked) { /* re-armed meanwhile by a command: once on the list */
+		conn_unref(c);
+		return;
+	}
+	c->rx_parked = true;
+	c->park_next = eng.parked;
+	eng.parked = c;
+	park_timer_arm();
+}
+
+static void park_expired(void)
+{
+	struct xs_conn *c = eng.parked;
+
+	eng.park_armed = false;
+	eng.parked = NULL;
+	while (c) {
+		struct xs_conn *next = c->park_next;
+
+		c->rx_parked = false;
+		c->park_next = NULL;
+		if (c->state != CONN_CLOSED && !c->owner_gone)
+			conn_arm(c);
+		conn_unref(c); /* the parked poll's */
+		c = next;
+	}
+}
+
 /* ---- engine thread ----------------------------------------------------------- */
 
 static void conn_event(struct xs_conn *c, int res)
@@ -1456,6 +1648,11 @@ static void conn_event(struct xs_conn *c, int res)
 	if (c->state == CONN_CLOSED || c->owner_gone ||
 	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE) {
 		conn_unref(c); /* the poll's reference */
+		return;
+	}
+	if (c->state == CONN_ESTABLISHED && res == POLLIN && !c->want_out && !c->rr_count &&
+	    atomic_load_explicit(&c->app_waiters, memory_order_acquire) > 0) {
+		conn_park(c); /* keeps the poll's reference */
 		return;
 	}
 	if (c->state == CONN_ESTABLISHED) {
@@ -1592,6 +1789,8 @@ static void *engine_main(void *arg)
 				hs_scan();
 			} else if (tag == TAG_CTIMER) {
 				cls_scan();
+			} else if (tag == TAG_PARK) {
+				park_expired();
 			}
 		}
 		io_uring_cq_advance(&eng.ring, n);
@@ -1668,6 +1867,31 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
 	}
 	pthread_mutex_unlock(&c->rx_mu);
 	return got;
+}
+
+/* Private to libxsock: an application thread is about to block until the
+ * id's connection is readable, to receive on it itself (through its CQ's
+ * xs_conn_poll).  on = 1: returns the TCP socket to poll for POLLIN and
+ * counts the waiter, or -1 (nothing counted) when there is nothing to
+ * receive there (not established, not this process's, or the end was
+ * seen: the engine reports it); on = 0: the waiter is done. */
+XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
+XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
+{
+	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
+
+	if (!c)
+		return -1;
+	if (!on) {
+		atomic_fetch_sub_explicit(&c->app_waiters, 1, memory_order_release);
+		return 0;
+	}
+	if (c->state != CONN_ESTABLISHED || c->dead || c->owner_gone ||
+	    atomic_load(&c->rx_app_eof) ||
+	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
+		return -1;
+	atomic_fetch_add_explicit(&c->app_waiters, 1, memory_order_acq_rel);
+	return c->fd;
 }
 
 const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c)
@@ -2091,6 +2315,12 @@ void xs_engine_fork_child(void)
 		c->refs--;
 	}
 	eng.hs_list = NULL;
+	for (c = eng.parked; c; c = c->park_next) {
+		c->rx_parked = false;
+		c->refs--;
+	}
+	eng.parked = NULL;
+	eng.park_armed = false;
 	for (l = eng.lcmds; l; l = l->cmd_next) {
 		l->cmd_queued = false;
 		if (l->closing)

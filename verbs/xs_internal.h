@@ -10,7 +10,9 @@
  * written on the caller's thread (the fast path) under the connection's tx
  * lock; bytes the socket does not take at once are queued and flushed by the
  * engine.  Upcalls (xs_conn_ops, accept/connect callbacks) run on the engine
- * thread. */
+ * thread.  While a libxsock thread blocks on a connection to receive on it
+ * itself (xsock_priv_rx_wait), the engine parks that connection: its poll
+ * fired, it does not receive, and it looks again about 1 ms later. */
 #ifndef XS_INTERNAL_H
 #define XS_INTERNAL_H
 
@@ -137,6 +139,16 @@ int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
 		   const struct iovec *iov, int cnt);
 int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr);
+/* A chain of Sends and Writes posted together leaves in one sendmsg:
+ * xs_conn_cork takes the transmit side for this thread (0 or -EPIPE), the
+ * xs_conn_send/xs_conn_tagged calls that follow on this thread gather
+ * their FPDUs (returning once they are gathered), xs_conn_cork_flush
+ * writes what is gathered (0 or the error of the write, as xs_conn_send)
+ * and xs_conn_uncork flushes and gives the transmit side back.  WRs
+ * complete only after the flush that carried them. */
+int xs_conn_cork(struct xs_conn *c);
+int xs_conn_cork_flush(struct xs_conn *c);
+int xs_conn_uncork(struct xs_conn *c);
 /* Send a Terminate; on the engine thread (a QP upcall) the stream then
  * fails at once: failed(local = true, t->cause) and the closed callback. */
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t);
