@@ -5,8 +5,8 @@
  *
  * The server accepts every connection (its own QP per connection, one
  * shared PD, MR and CQ pair) and echoes each Send it receives.  The client
- * opens CONNS connections (at most 64 handshakes in flight), then each
- * connection keeps one 16-octet message (connection index, sequence
+ * opens CONNS connections (at most 64 handshakes in flight, no echo
+ * until all are up), then each connection keeps one 16-octet message (connection index, sequence
  * number) going back and forth until SECONDS have passed; every echo is
  * compared.  One thread each, sleeping on the completion channel and the
  * CM channel.  Both print their RSS with no connection and with all of
@@ -43,6 +43,8 @@ struct load {
 	struct lconn *c;
 	unsigned n, up, handshaking, next, errors, disconnected;
 	bool closing; /* the client's own teardown: events expected */
+	bool echoing; /* the client's echoes start once every connection is up,
+		       * so that they do not slow the handshakes still running */
 	uint64_t echoes;
 };
 
@@ -209,7 +211,8 @@ static void cm_event(struct load *L, struct rdma_cm_event *ev)
 		L->up++;
 		if (!L->server) {
 			L->handshaking--;
-			client_send_next(L, c);
+			if (L->echoing)
+				client_send_next(L, c);
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -372,7 +375,11 @@ int main(int argc, char **argv)
 	       reached, L.n, (tup - t0) / 1e3, rss0, rss1,
 	       reached ? (double)(rss1 - rss0) / reached : 0.0);
 	fflush(stdout);
-	/* echo for secs */
+	/* echo for secs: every connection's first message */
+	L.echoing = true;
+	for (unsigned i = 0; i < L.next; i++)
+		if (L.c[i].up && !L.c[i].gone)
+			client_send_next(&L, &L.c[i]);
 	uint64_t e0 = L.echoes;
 	while (now_ms() - tup < secs * 1000.0) {
 		wait_any(&L, 100);
