@@ -353,6 +353,21 @@ static void conn_broken(struct xsk *s)
 	s->peer_shut_wr = true;
 }
 
+/* The connection ended without the peer's DISCONNECT (or SHUTDOWN then
+ * DISCONNECT) control message: a TCP reset, a Terminate, a flushed WR.  As a
+ * TCP socket after a RST, the application gets ECONNRESET once (recv after
+ * the buffered data, send, SO_ERROR) instead of an end of file that looks
+ * like a complete stream.  Seen with siw: rsockets closes once its sends
+ * are queued in TCP, and a credit update arriving then made siw's socket
+ * close with unread data, a RST that dropped the tail of the stream
+ * (docs/interop.md). */
+static void conn_reset(struct xsk *s)
+{
+	if (!s->peer_gone && !s->disc_sent && !s->err)
+		s->err = ECONNRESET;
+	conn_broken(s);
+}
+
 static void give_credits(struct xsk *s)
 {
 	uint32_t half = s->rbuf_size / 2;
@@ -450,7 +465,7 @@ static void poll_cq(struct xsk *s)
 			if (wc[i].wr_id & WR_RECV) {
 				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
 				if (wc[i].status != IBV_WC_SUCCESS || idx >= s->nrecv) {
-					conn_broken(s);
+					conn_reset(s);
 					continue;
 				}
 				s->rseq_no++;
@@ -464,13 +479,13 @@ static void poll_cq(struct xsk *s)
 				if (s->sbuf_tail >= s->sbuf_size)
 					s->sbuf_tail = 0;
 				if (wc[i].status != IBV_WC_SUCCESS)
-					conn_broken(s);
+					conn_reset(s);
 			} else if (wc[i].wr_id & (XSK_WR_EXT | XSK_WR_USER)) {
 				xsk_ext_wc(s, &wc[i]);
 				if (wc[i].status != IBV_WC_SUCCESS)
-					conn_broken(s);
+					conn_reset(s);
 			} else if (wc[i].status != IBV_WC_SUCCESS) {
-				conn_broken(s);
+				conn_reset(s);
 			}
 		}
 	}
@@ -563,8 +578,10 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (s->state == XSK_CONNECTED)
-			conn_broken(s);
+		if (s->state == XSK_CONNECTED) {
+			poll_cq(s); /* a DISCONNECT message may be queued before it */
+			conn_reset(s);
+		}
 		else if (s->state == XSK_CONNECTING)
 			fail_connect(s, ECONNRESET);
 		break;
@@ -795,6 +812,8 @@ short xsk_revents(struct xsk *s)
 			r |= POLLOUT;
 		if (s->peer_gone && (s->shut_wr || s->disc_sent))
 			r |= POLLHUP;
+		if (s->err) /* reset (conn_reset) */
+			r |= POLLERR | POLLHUP;
 		break;
 	case XSK_CLOSED:
 		r |= POLLIN | POLLOUT | POLLHUP;
@@ -845,6 +864,11 @@ ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 	}
 	if (s->shut_rd)
 		return 0;
+	if (!s->rbytes && s->peer_gone && s->err) {
+		int e = s->err;
+		s->err = 0;
+		return -e;
+	}
 	if (!s->rbytes)
 		return s->peer_shut_wr ? 0 : -EAGAIN;
 	for (int v = 0; v < cnt; v++) {
@@ -945,6 +969,11 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 		return 0;
 	if (s->state != XSK_CONNECTED)
 		return -(s->state == XSK_CLOSED ? EPIPE : ENOTCONN);
+	if (s->peer_gone && s->err) {
+		int e = s->err;
+		s->err = 0;
+		return -e;
+	}
 	if (s->shut_wr || s->peer_gone)
 		return -EPIPE;
 	/* skip what an earlier round already sent */
