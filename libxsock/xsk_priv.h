@@ -246,6 +246,7 @@ struct xsk {
 	bool peer_shut_wr; /* SHUTDOWN received: EOF after the data */
 	bool peer_gone; /* DISCONNECT received or the connection ended */
 	bool disc_sent;
+	bool sgl_seen; /* an SGL message came (possibly before ESTABLISHED was read) */
 	bool in_accept_queue;
 
 	/* listeners: the service thread answers connection requests */

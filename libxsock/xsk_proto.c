@@ -331,10 +331,14 @@ static int established(struct xsk *s, const void *pdata, size_t len)
 	if (s->remote_sgl.length > 64)
 		s->remote_sgl.length = 64;
 	s->sseq_no = 0;
-	s->sseq_comp = rc.credits;
+	/* The peer's first SGL message (its second ring half, credits) can be
+	 * polled from the CQ before the ESTABLISHED event is read: an rsockets
+	 * server on siw sends it right after accepting.  Wiping tsgl[1] here
+	 * lost that half and the stream stalled once the first was full. */
+	if (!s->sgl_seen)
+		s->sseq_comp = rc.credits;
 	s->target_sge = 0;
 	s->tsgl[0] = rc.data_buf;
-	memset(&s->tsgl[1], 0, sizeof(s->tsgl[1]));
 	s->state = XSK_CONNECTED;
 	if (s->id) {
 		memcpy(&s->local, &s->id->route.addr.src_storage, sizeof(s->local));
@@ -441,6 +445,7 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 		break;
 	}
 	case RS_OP_SGL:
+		s->sgl_seen = true;
 		s->sseq_comp = (uint16_t)RS_MSG_DATA(msg);
 		refresh_tsgl(s);
 		break;
