@@ -280,6 +280,7 @@ struct xsk {
 	bool cm_gone; /* DISCONNECTED arrived (its status tells a reset) */
 	bool qp_failed; /* a work request completed in error */
 	bool disc_sent;
+	bool sgl_seen; /* an SGL message came (possibly before ESTABLISHED was read) */
 	bool in_accept_queue;
 
 	/* listeners: the service thread answers connection requests */

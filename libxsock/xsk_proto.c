@@ -338,10 +338,14 @@ static int established(struct xsk *s, const void *pdata, size_t len)
 	if (s->remote_sgl.length > 64)
 		s->remote_sgl.length = 64;
 	s->sseq_no = 0;
-	s->sseq_comp = rc.credits;
+	/* The peer's first SGL message (its second ring half, credits) can be
+	 * polled from the CQ before the ESTABLISHED event is read: an rsockets
+	 * server on siw sends it right after accepting.  Wiping tsgl[1] here
+	 * lost that half and the stream stalled once the first was full. */
+	if (!s->sgl_seen)
+		s->sseq_comp = rc.credits;
 	s->target_sge = 0;
 	s->tsgl[0] = rc.data_buf;
-	memset(&s->tsgl[1], 0, sizeof(s->tsgl[1]));
 	s->state = XSK_CONNECTED;
 	if (s->id) {
 		memcpy(&s->local, &s->id->route.addr.src_storage, sizeof(s->local));
@@ -359,6 +363,21 @@ static void conn_broken(struct xsk *s)
 {
 	s->peer_gone = true;
 	s->peer_shut_wr = true;
+}
+
+/* The connection ended without the peer's DISCONNECT (or SHUTDOWN then
+ * DISCONNECT) control message: a TCP reset, a Terminate, a flushed WR.  As a
+ * TCP socket after a RST, the application gets ECONNRESET once (recv after
+ * the buffered data, send, SO_ERROR) instead of an end of file that looks
+ * like a complete stream.  Seen with siw: rsockets closes once its sends
+ * are queued in TCP, and a credit update arriving then made siw's socket
+ * close with unread data, a RST that dropped the tail of the stream
+ * (docs/interop.md). */
+static void conn_reset(struct xsk *s)
+{
+	if (!s->peer_gone && !s->disc_sent && !s->err)
+		s->err = ECONNRESET;
+	conn_broken(s);
 }
 
 static void give_credits(struct xsk *s)
@@ -446,6 +465,7 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 		break;
 	}
 	case RS_OP_SGL:
+		s->sgl_seen = true;
 		s->sseq_comp = (uint16_t)RS_MSG_DATA(msg);
 		refresh_tsgl(s);
 		break;
@@ -481,7 +501,7 @@ static void poll_cq_rx(struct xsk *s, bool rx)
 			if (wc[i].wr_id & WR_RECV) {
 				unsigned idx = (unsigned)(wc[i].wr_id & 0xffffffffu);
 				if (wc[i].status != IBV_WC_SUCCESS || idx >= s->nrecv) {
-					conn_broken(s);
+					conn_reset(s);
 					continue;
 				}
 				s->rseq_no++;
@@ -495,13 +515,13 @@ static void poll_cq_rx(struct xsk *s, bool rx)
 				if (s->sbuf_tail >= s->sbuf_size)
 					s->sbuf_tail = 0;
 				if (wc[i].status != IBV_WC_SUCCESS)
-					conn_broken(s);
+					conn_reset(s);
 			} else if (wc[i].wr_id & (XSK_WR_EXT | XSK_WR_USER)) {
 				xsk_ext_wc(s, &wc[i]);
 				if (wc[i].status != IBV_WC_SUCCESS)
-					conn_broken(s);
+					conn_reset(s);
 			} else if (wc[i].status != IBV_WC_SUCCESS) {
-				conn_broken(s);
+				conn_reset(s);
 			}
 		}
 	}
@@ -634,16 +654,13 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* a TCP RST without the peer's DISCONNECT (SO_LINGER {1, 0},
-		 * or unread data at its close): ECONNRESET once, as TCP */
-		if (s->state == XSK_CONNECTED && ev->status == -ECONNRESET && !s->peer_ctrl &&
-		    !s->disc_sent)
-			s->err = ECONNRESET;
-		s->cm_gone = true;
-		if (s->state == XSK_CONNECTED)
-			conn_broken(s);
-		else if (s->state == XSK_CONNECTING)
+		s->cm_gone = true; /* (its status tells a reset) */
+		if (s->state == XSK_CONNECTED) {
+			poll_cq(s); /* a DISCONNECT message may be queued before it */
+			conn_reset(s);
+		} else if (s->state == XSK_CONNECTING) {
 			fail_connect(s, ECONNRESET);
+		}
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		if (s->state == XSK_LISTENING)
@@ -927,6 +944,8 @@ short xsk_revents(struct xsk *s)
 			r |= POLLOUT;
 		if (s->peer_gone && (s->shut_wr || s->disc_sent))
 			r |= POLLHUP;
+		if (s->err) /* reset (conn_reset) */
+			r |= POLLERR | POLLHUP;
 		break;
 	case XSK_CLOSED:
 		r |= POLLIN | POLLOUT | POLLHUP;

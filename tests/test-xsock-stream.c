@@ -3,7 +3,8 @@
  * random write and read sizes checked byte for byte, partial reads,
  * MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT / O_NONBLOCK, FIONREAD, readv/writev,
  * sendmsg/recvmsg, shutdown(SHUT_WR) giving EOF while the other direction
- * still works, close giving EOF, ECONNREFUSED, addresses, dup2, stdio
+ * still works, close giving EOF, a peer ending without close giving
+ * ECONNRESET after its data, ECONNREFUSED, addresses, dup2, stdio
  * through fdopen, and plain TCP sockets / pipes falling through. */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "tests/xs_test.h"
 #include "tests/xs_test_sock.h"
@@ -279,6 +281,54 @@ static void test_stdio_dup(void)
 	close(l);
 }
 
+/* A peer that ends without close: its process exits, so its kernel sends a
+ * FIN but no rsockets DISCONNECT message (a TCP reset, as siw's close with
+ * unread data sends, ends the same way).  The data that arrived is read,
+ * then ECONNRESET once, then end of file; before, the end looked like a
+ * complete stream. */
+static void test_abort(void)
+{
+	struct sockaddr_in a;
+	int l = xs_sock_listen(1, &a), go[2];
+	char b[16], x = 0;
+
+	REQUIRE(l >= 0);
+	REQUIRE(pipe(go) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(l);
+		close(go[1]);
+		int c = xs_sock_connect(1, &a);
+		if (c < 0 || write(c, "tail", 4) != 4)
+			_exit(2);
+		if (read(go[0], &x, 1) != 1) /* the parent has the data */
+			_exit(3);
+		_exit(0); /* no close: no DISCONNECT message */
+	}
+	close(go[0]);
+	int s = accept(l, NULL, NULL);
+	REQUIRE(s >= 0);
+	int avail = 0;
+	for (int i = 0; i < 5000 && avail < 4; i++) {
+		CHECK(ioctl(s, FIONREAD, &avail) == 0);
+		if (avail < 4)
+			usleep(1000);
+	}
+	CHECK_EQ_U(avail, 4);
+	CHECK(write(go[1], &x, 1) == 1);
+	memset(b, 0, sizeof(b));
+	CHECK(read(s, b, sizeof(b)) == 4 && memcmp(b, "tail", 4) == 0);
+	errno = 0;
+	CHECK(read(s, b, sizeof(b)) == -1 && errno == ECONNRESET);
+	CHECK(read(s, b, sizeof(b)) == 0);
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(go[1]);
+	close(s);
+	close(l);
+}
+
 int main(void)
 {
 	xs_test_seed(20261121);
@@ -298,6 +348,8 @@ int main(void)
 	test_stdio_dup();
 	stage = "bulk";
 	test_bulk();
+	stage = "abort";
+	test_abort();
 	free(src);
 	free(dst);
 	return xs_test_result();

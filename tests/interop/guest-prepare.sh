@@ -36,7 +36,7 @@ lap() { local t; t=$(date +%s.%N)
 need=()
 for p in qemu-system-x86 busybox-static cpio kmod gzip iproute2 tcpdump tshark rdma-core \
          libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils rdmacm-utils perftest \
-         libibverbs-dev librdmacm-dev gcc; do
+         libibverbs-dev librdmacm-dev gcc strace; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
