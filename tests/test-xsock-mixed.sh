@@ -14,21 +14,8 @@ set -u
 command -v socat >/dev/null 2>&1 || { echo "SKIP: no socat (scripts/install-deps.sh)"; exit 77; }
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
 
-tmp=$(mktemp -d)
-srv=
-cleanup() {
-    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
-    [ -n "$srv" ] && xs_reap "$srv"
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-capture=0
-if command -v tcpdump >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    capture=1
-else
-    echo "note: no capture (needs root and tcpdump); answers only"
-fi
+xs_scratch
+xs_capture_ok answers
 
 head -c 262144 /dev/urandom >"$tmp/a.bin"
 head -c 100000 /dev/urandom >"$tmp/b.bin"

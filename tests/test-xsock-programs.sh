@@ -14,21 +14,8 @@ set -u
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
 py=/usr/bin/python3 # Debian's, dynamically linked (a pyenv build may not be)
 
-tmp=$(mktemp -d)
-srv=
-cleanup() {
-    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
-    [ -n "$srv" ] && xs_reap "$srv"
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-capture=0
-if command -v tcpdump >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    capture=1
-else
-    echo "note: no capture (needs root and tcpdump); transfers only"
-fi
+xs_scratch
+xs_capture_ok transfers
 socklib=${XS_TOP_BUILDDIR:-.}/libxsock/.libs/libxsock.so.0
 plain_run() {
     LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$socklib" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= "$@"

@@ -67,3 +67,26 @@ xs_capture_stop() {
     fi
     return 0
 }
+
+# A scratch directory and a server slot for the tests that run programs:
+# xs_scratch sets tmp (removed at exit, with the server $srv and a capture
+# still running), xs_capture_ok sets capture=1 when tcpdump and root are
+# there (else a note saying what the test checks without: $1).
+xs_scratch() {
+    tmp=$(mktemp -d)
+    srv=
+    trap xs_scratch_cleanup EXIT INT TERM
+}
+xs_scratch_cleanup() {
+    [ -n "$xs_tdpid" ] && kill "$xs_tdpid" 2>/dev/null
+    [ -n "$srv" ] && xs_reap "$srv"
+    rm -rf "$tmp"
+}
+xs_capture_ok() {
+    capture=0
+    if command -v tcpdump >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        capture=1
+    else
+        echo "note: no capture (needs root and tcpdump); $1 only"
+    fi
+}
