@@ -48,15 +48,7 @@ run() {
         cat "$tmp/out" "$tmp/err" >&2
         exit 1
     fi
-    awk -v c="$case" -v k="$col" '/^RESULT / {
-        v = ""; p = "-"
-        for (i = 3; i <= NF; i++) {
-            split($i, kv, "=")
-            if (kv[1] == "bw_MBps" || kv[1] == "lat_us") v = kv[2]
-            if (kv[1] == "p99_us") p = kv[2]
-        }
-        print c, k, v, p
-    }' "$tmp/out" >>"$res"
+    awk -v c="$case" -v k="$col" -f "$top/scripts/bench-result.awk" "$tmp/out" >>"$res"
     grep -q '^RESULT ' "$tmp/out" || { echo "bench.sh: no result from $*" >&2; exit 1; }
 }
 
