@@ -19,9 +19,12 @@ xs_wait_listen() {
     return 0
 }
 
-# Kill a background job if it is still there (bounded cleanup).
+# Kill a background job if it is still there (bounded cleanup), and its
+# children: a job started through a shell function (`run timeout 60 prog &`)
+# is a subshell whose `timeout` would otherwise outlive it.
 xs_reap() {
     for p in "$@"; do
+        pkill -P "$p" 2>/dev/null
         kill "$p" 2>/dev/null && sleep 0.2 && kill -9 "$p" 2>/dev/null
         wait "$p" 2>/dev/null
     done
