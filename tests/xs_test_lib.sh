@@ -24,7 +24,7 @@ xs_wait_listen() {
 # is a subshell whose `timeout` would otherwise outlive it.
 xs_reap() {
     for p in "$@"; do
-        pkill -P "$p" 2>/dev/null
+        LD_PRELOAD= pkill -P "$p" 2>/dev/null # (procps hangs with libasan preloaded)
         kill "$p" 2>/dev/null && sleep 0.2 && kill -9 "$p" 2>/dev/null
         wait "$p" 2>/dev/null
     done
