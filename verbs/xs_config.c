@@ -90,6 +90,12 @@ static void xs_config_load(void)
 		xs_cfg.classify_ms = 0;
 	else if (v && *v && env_ms("XSOCK_CLASSIFY_MS", 60000))
 		xs_cfg.classify_ms = env_ms("XSOCK_CLASSIFY_MS", 60000);
+	/* xs_engine.c, "delayed FIN and lingering close" */
+	xs_cfg.fin_delay_ms = env_ms("XSOCK_FIN_DELAY_MS", 10000);
+	xs_cfg.linger_ms = 1000;
+	v = getenv("XSOCK_LINGER_MS");
+	if (v && *v)
+		xs_cfg.linger_ms = env_ms("XSOCK_LINGER_MS", 60000);
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

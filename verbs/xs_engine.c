@@ -35,6 +35,10 @@ enum conn_state {
 	CONN_WAIT_ACCEPT, /* responder: Request handed to the CM */
 	CONN_ACCEPTED, /* handshake done, waiting for a QP to attach */
 	CONN_ESTABLISHED, /* receiving */
+	/* the owner closed before the peer's FIN: the engine reads and drops
+	 * what still comes until that FIN (or XSOCK_LINGER_MS), so that
+	 * closing a socket with unread octets does not reset the connection */
+	CONN_LINGER,
 	CONN_CLOSED,
 };
 
@@ -60,7 +64,11 @@ struct xs_rresp {
 };
 
 /* io_uring user_data tags (low bits of the object pointer) */
-enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER = 5, TAG_PARK = 6 };
+enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER = 5, TAG_PARK = 6,
+       TAG_LATE = 7 };
+
+/* The late list (a delayed FIN, a lingering close) is looked at this often. */
+#define XS_LATE_TICK_MS 10
 
 /* A mixed listener looks again at a client that sent only part of the MPA
  * Request key this often (its octets stay in the socket, so a poll for
@@ -87,6 +95,12 @@ struct xs_conn {
 	_Atomic bool fin_sent;
 	bool disconnect_asked;
 	bool engine_ref_dropped;
+	/* engine thread: on eng.late for a FIN due at fin_due_ms (0 = none,
+	 * XSOCK_FIN_DELAY_MS) or a linger ending at linger_end_ms */
+	struct xs_conn *late_next;
+	bool on_late_list;
+	uint64_t fin_due_ms;
+	uint64_t linger_end_ms;
 
 	/* handshake */
 	struct mpa_prefs prefs;
@@ -177,7 +191,7 @@ struct xs_conn {
 	struct xs_arena *arena;
 };
 
-enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8 };
+enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8, CMD_FIN = 16 };
 enum { XS_RX_DEFER_PROTO = 1, XS_RX_DEFER_TERM = 2, XS_RX_DEFER_QPTERM = 3 };
 
 struct xs_listener {
@@ -220,6 +234,16 @@ static struct {
 	struct xs_conn *parked;
 	bool park_armed;
 	struct __kernel_timespec park_ts;
+	/* engine thread only: connections with a delayed FIN or lingering
+	 * after close (each holds a reference); late_count (mu) lets exit
+	 * wait for them (late_cv) */
+	struct xs_conn *late;
+	bool late_armed;
+	struct __kernel_timespec late_ts;
+	unsigned late_count;
+	pthread_cond_t late_cv;
+	pid_t late_pid;
+	unsigned passes; /* command passes done (mu; late_cv is signalled) */
 	/* fork: the registry of connections and listeners (reg_mu, taken
 	 * before mu), and the engine's pause around fork() */
 	pthread_mutex_t reg_mu;
@@ -230,7 +254,8 @@ static struct {
 	bool paused;
 	pthread_cond_t pause_cv;
 } eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER,
-	  .reg_mu = PTHREAD_MUTEX_INITIALIZER, .pause_cv = PTHREAD_COND_INITIALIZER };
+	  .reg_mu = PTHREAD_MUTEX_INITIALIZER, .pause_cv = PTHREAD_COND_INITIALIZER,
+	  .late_cv = PTHREAD_COND_INITIALIZER };
 
 static __thread bool on_engine_thread;
 /* the connection an application thread is receiving on (xs_conn_poll) */
@@ -369,6 +394,28 @@ static void conn_shut(struct xs_conn *c, int how)
 {
 	if (atomic_load_explicit(&c->fork_mode, memory_order_acquire) == XS_FORK_MINE)
 		shutdown(c->fd, how);
+}
+
+static void late_add(struct xs_conn *c);
+
+/* Our FIN, now or (XSOCK_FIN_DELAY_MS) a little later from the engine.
+ * Linux siw fails its own last Send with LOC_QP_OP_ERR when the peer's
+ * FIN arrives before that Send's completion, even though the Send is on
+ * the wire (docs/interop.md); a peer whose completion lags its transmit
+ * (siw under emulation) needs the pause.  The peer's own FIN still ends
+ * the connection at once (conn_fail). */
+static void conn_fin(struct xs_conn *c)
+{
+	unsigned delay = xs_config()->fin_delay_ms;
+
+	if (!delay) {
+		conn_shut(c, SHUT_WR);
+	} else if (!on_engine_thread) {
+		conn_command(c, CMD_FIN);
+	} else if (!c->fin_due_ms) {
+		c->fin_due_ms = now_ms() + delay;
+		late_add(c);
+	}
 }
 
 static void listener_list_del(struct xs_listener *l)
@@ -865,7 +912,7 @@ static void engine_tx(struct xs_conn *c)
 		return;
 	}
 	if (fin)
-		conn_shut(c, SHUT_WR);
+		conn_fin(c);
 }
 
 /* ---- receive ---------------------------------------------------------------- */
@@ -1640,11 +1687,178 @@ static void park_expired(void)
 	}
 }
 
+/* ---- delayed FIN and lingering close (engine thread) --------------------------------
+ * A TCP socket closed with unread octets in its receive queue answers with
+ * a RST, and the peer's kernel then drops what it had not yet delivered to
+ * its application: the tail of a stream the peer's ULP already counted as
+ * sent (seen with siw and rsockets: a credit update arriving just as one
+ * side closed).  The kernel's TCP avoids that by finishing the close
+ * itself; here the engine does: a connection whose owner closes before
+ * the peer's FIN goes to CONN_LINGER, sends its FIN, reads and drops what
+ * still arrives and closes at the peer's FIN or after XSOCK_LINGER_MS.
+ * Process exit waits for these (bounded, xs_engine_exit_wait). */
+
+static void late_timer_arm(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (eng.late_armed)
+		return;
+	sqe = eng_sqe();
+	eng.late_ts.tv_sec = 0;
+	eng.late_ts.tv_nsec = XS_LATE_TICK_MS * 1000 * 1000;
+	io_uring_prep_timeout(sqe, &eng.late_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_LATE);
+	eng.late_armed = true;
+}
+
+static void late_add(struct xs_conn *c)
+{
+	if (c->on_late_list)
+		return;
+	conn_ref(c);
+	c->on_late_list = true;
+	c->late_next = eng.late;
+	eng.late = c;
+	pthread_mutex_lock(&eng.mu);
+	eng.late_count++;
+	eng.late_pid = getpid();
+	pthread_mutex_unlock(&eng.mu);
+	late_timer_arm();
+}
+
+static void linger_end(struct xs_conn *c)
+{
+	c->state = CONN_CLOSED;
+	conn_shut(c, SHUT_RDWR);
+	if (!c->engine_ref_dropped) {
+		c->engine_ref_dropped = true;
+		conn_unref(c); /* the late list's reference keeps c for now */
+	}
+}
+
+static void late_scan(void)
+{
+	uint64_t now = now_ms();
+	struct xs_conn **pp = &eng.late;
+
+	eng.late_armed = false;
+	while (*pp) {
+		struct xs_conn *c = *pp;
+
+		if (c->fin_due_ms && now >= c->fin_due_ms) {
+			c->fin_due_ms = 0;
+			if (c->state != CONN_CLOSED)
+				conn_shut(c, SHUT_WR);
+		}
+		if (c->state == CONN_LINGER && now >= c->linger_end_ms)
+			linger_end(c);
+		if (c->fin_due_ms || c->state == CONN_LINGER) {
+			pp = &c->late_next;
+			continue;
+		}
+		*pp = c->late_next;
+		c->on_late_list = false;
+		pthread_mutex_lock(&eng.mu);
+		if (--eng.late_count == 0)
+			pthread_cond_broadcast(&eng.late_cv);
+		pthread_mutex_unlock(&eng.mu);
+		conn_unref(c); /* the list's */
+	}
+	if (eng.late)
+		late_timer_arm();
+}
+
+/* The owner let go of an established connection (CMD_CLOSE): linger
+ * rather than close, unless lingering is off or another process may
+ * hold the socket.  Returns false when the caller closes as before. */
+static bool linger_start(struct xs_conn *c, unsigned flags)
+{
+	unsigned linger = xs_config()->linger_ms;
+	bool fin_now = false;
+
+	if (!linger || c->state != CONN_ESTABLISHED ||
+	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
+		return false;
+	pthread_mutex_lock(&c->tx_mu);
+	if (!c->fin_sent) {
+		c->fin_sent = true;
+		fin_now = true;
+	}
+	pthread_mutex_unlock(&c->tx_mu);
+	if (fin_now || (flags & CMD_FIN))
+		conn_fin(c);
+	c->state = CONN_LINGER;
+	c->linger_end_ms = now_ms() + xs_config()->fin_delay_ms + linger;
+	late_add(c);
+	conn_arm(c); /* a parked connection has no poll armed */
+	return true;
+}
+
+/* Input on a lingering connection: drop it; the peer's FIN or an error ends it. */
+static void linger_input(struct xs_conn *c)
+{
+	for (;;) {
+		ssize_t n = recv(c->fd, c->rbuf, XS_RBUF, MSG_DONTWAIT);
+
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			conn_arm(c);
+			return;
+		}
+		if (c->fin_due_ms) {
+			c->fin_due_ms = 0; /* the peer is gone: no reason to wait */
+			conn_shut(c, SHUT_WR);
+		}
+		linger_end(c);
+		return;
+	}
+}
+
+/* Process exit: give lingering connections and delayed FINs their time
+ * (the engine thread dies with the process, and the kernel would reset a
+ * socket closed with unread input).  Bounded by the settings. */
+__attribute__((destructor)) static void xs_engine_exit_wait(void)
+{
+	const struct xs_config *cfg = xs_config();
+	struct timespec ts;
+
+	if (!eng.started || (!cfg->fin_delay_ms && !cfg->linger_ms))
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec +
+		      ((uint64_t)cfg->fin_delay_ms + cfg->linger_ms + 100) * 1000000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	pthread_mutex_lock(&eng.mu);
+	/* the disconnects and closes just asked for are commands the engine
+	 * may not have run yet: two whole passes from now have run them */
+	unsigned target = eng.passes + 2;
+	while ((int)(target - eng.passes) > 0) {
+		pthread_mutex_unlock(&eng.mu);
+		engine_wake();
+		pthread_mutex_lock(&eng.mu);
+		if ((int)(target - eng.passes) > 0 &&
+		    pthread_cond_timedwait(&eng.late_cv, &eng.mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	while (eng.late_count && eng.late_pid == getpid())
+		if (pthread_cond_timedwait(&eng.late_cv, &eng.mu, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&eng.mu);
+}
+
 /* ---- engine thread ----------------------------------------------------------- */
 
 static void conn_event(struct xs_conn *c, int res)
 {
 	c->poll_armed = false;
+	if (c->state == CONN_LINGER) {
+		linger_input(c);
+		conn_unref(c); /* the poll's reference */
+		return;
+	}
 	if (c->state == CONN_CLOSED || c->owner_gone ||
 	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE) {
 		conn_unref(c); /* the poll's reference */
@@ -1734,7 +1948,9 @@ static void run_commands(void)
 		unsigned flags = c->cmd_flags;
 		c->cmd_flags = 0;
 		pthread_mutex_unlock(&eng.mu);
-		if (flags & CMD_CLOSE) {
+		if ((flags & CMD_CLOSE) && linger_start(c, flags)) {
+			/* the engine's reference stays until the linger ends */
+		} else if (flags & CMD_CLOSE) {
 			if (c->state != CONN_CLOSED) {
 				c->state = CONN_CLOSED;
 				conn_shut(c, SHUT_RDWR);
@@ -1747,6 +1963,8 @@ static void run_commands(void)
 				conn_unref(c);
 			}
 		} else {
+			if (flags & CMD_FIN)
+				conn_fin(c);
 			if (flags & CMD_RXDEFER)
 				conn_rx_deferred(c);
 			if (flags & CMD_TX)
@@ -1756,6 +1974,10 @@ static void run_commands(void)
 		}
 		conn_unref(c); /* the command's reference */
 	}
+	pthread_mutex_lock(&eng.mu);
+	eng.passes++;
+	pthread_cond_broadcast(&eng.late_cv);
+	pthread_mutex_unlock(&eng.mu);
 }
 
 static void *engine_main(void *arg)
@@ -1791,6 +2013,8 @@ static void *engine_main(void *arg)
 				cls_scan();
 			} else if (tag == TAG_PARK) {
 				park_expired();
+			} else if (tag == TAG_LATE) {
+				late_scan();
 			}
 		}
 		io_uring_cq_advance(&eng.ring, n);
@@ -1945,7 +2169,7 @@ void xs_conn_disconnect(struct xs_conn *c)
 		c->fin_sent = true;
 	pthread_mutex_unlock(&c->tx_mu);
 	if (now)
-		conn_shut(c, SHUT_WR);
+		conn_fin(c);
 	else
 		conn_command(c, CMD_TX);
 }
@@ -2321,6 +2545,20 @@ void xs_engine_fork_child(void)
 	}
 	eng.parked = NULL;
 	eng.park_armed = false;
+	/* the parent's delayed FINs and lingering closes stay the parent's */
+	for (c = eng.late; c; c = c->late_next) {
+		c->on_late_list = false;
+		c->fin_due_ms = 0;
+		c->refs--;
+		if (c->state == CONN_LINGER && !c->engine_ref_dropped) {
+			c->engine_ref_dropped = true;
+			c->refs--;
+		}
+	}
+	eng.late = NULL;
+	eng.late_armed = false;
+	eng.late_count = 0;
+	pthread_cond_init(&eng.late_cv, NULL);
 	for (l = eng.lcmds; l; l = l->cmd_next) {
 		l->cmd_queued = false;
 		if (l->closing)

@@ -48,6 +48,13 @@ struct xs_config {
 	 * octets before it calls the connection plain TCP (default 200, 0 =
 	 * mixed listeners off: MPA only) */
 	unsigned classify_ms;
+	/* XSOCK_FIN_DELAY_MS: rdma_disconnect's FIN leaves this much later
+	 * unless the peer's comes first (default 0; siw peers, docs/interop.md) */
+	unsigned fin_delay_ms;
+	/* XSOCK_LINGER_MS: a connection closed before the peer's FIN is read
+	 * and drained by the engine until that FIN, at most this long (default
+	 * 1000, 0 = close at once) */
+	unsigned linger_ms;
 };
 
 const struct xs_config *xs_config(void);
