@@ -5,6 +5,7 @@
 #   3. a ThreadSanitizer build and the threaded verbs tests
 #   4. a short libFuzzer run of every harness
 #   5. `make distcheck`
+#   6. the siw interop matrix in a QEMU guest (`make check-interop`)
 # Test logs of failures are printed.  Exit status 0 only if all pass.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,5 +55,18 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_JOBS="$(nproc)" FUZZ_BUILD="$top/build-fuz
 
 echo "== make distcheck =="
 make -C "$top/build" -s distcheck
+
+echo "== siw interop matrix: xsock against Linux siw in a QEMU guest (make check-interop) =="
+# Prepares the guest once (apt packages, siw.ko from linux-source, Debian's
+# kernel image, an initramfs; cached in /var/cache/xsock-interop), then runs
+# every cell of docs/interop.md.  It needs root (the guest cache, apt).
+if [ "$(id -u)" != 0 ]; then
+    echo "interop matrix SKIPPED: not root"
+elif ! make -C "$top/build" -s check-interop INTEROP_ARGS="--out $top/build/interop"; then
+    for c in $(awk -F' *[|] *' '$4 ~ /^FAIL/ {print $2}' "$top/build/interop/matrix.md" 2>/dev/null); do
+        echo "---- $c"; tail -40 "$top/build/interop/$c.log"
+    done
+    exit 1
+fi
 
 echo "== all tests passed =="
