@@ -2515,8 +2515,11 @@ void xs_engine_fork_child(void)
 	struct xs_conn *c, *next;
 	struct xs_listener *l, *lnext;
 
-	pthread_mutex_init(&eng.mu, NULL);
-	pthread_mutex_init(&eng.reg_mu, NULL);
+	/* fork_prepare left both locked by this (the forking) thread:
+	 * unlock, not re-initialise (a locked mutex must not be
+	 * initialised; ThreadSanitizer then reports a double lock) */
+	pthread_mutex_unlock(&eng.mu);
+	pthread_mutex_unlock(&eng.reg_mu);
 	pthread_cond_init(&eng.pause_cv, NULL);
 	atomic_store(&eng.pause_req, false);
 	eng.paused = false;
