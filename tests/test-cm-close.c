@@ -31,30 +31,6 @@
 
 static const char rep_hex[] = "4d50412049442052657020467261 6d65 10 02 0004 0001 0001";
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static bool recv_full(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 5000) != 1)
-			return false;
-		ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
 /* A TCP listener on 127.0.0.1 (kernel port). */
 static int raw_listen(uint16_t *port)
 {
@@ -78,8 +54,8 @@ static int raw_accept_mpa(int lfd)
 
 	if (poll(&p, 1, 5000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0)
 		return -1;
-	if (recv_full(fd, req, 20) && memcmp(req, "MPA ID Req Frame", 16) == 0 &&
-	    recv_full(fd, req + 20, (size_t)(req[18] << 8 | req[19])) &&
+	if (cm_recv_full(fd, req, 20) && memcmp(req, "MPA ID Req Frame", 16) == 0 &&
+	    cm_recv_full(fd, req + 20, (size_t)(req[18] << 8 | req[19])) &&
 	    send(fd, rep, n, MSG_NOSIGNAL) == (ssize_t)n)
 		return fd;
 	close(fd);
@@ -94,7 +70,7 @@ static double raw_wait_fin(int fd)
 
 	if (poll(&p, 1, 5000) != 1 || recv(fd, b, sizeof(b), 0) != 0)
 		return -1;
-	return now_ms();
+	return cm_now_ms();
 }
 
 /* Send octets that are not MPA (the closed side must not parse them). */
@@ -178,7 +154,7 @@ static void test_exit(void)
 		struct side s;
 		close(fds[0]);
 		side_connect(&s, port);
-		t0 = now_ms();
+		t0 = cm_now_ms();
 		rdma_disconnect(s.id);
 		side_free(&s);
 		if (write(fds[1], &t0, sizeof(t0)) != sizeof(t0))
@@ -249,7 +225,7 @@ static void test_close(bool peer_fin_first)
 	REQUIRE(pipe(j.go) == 0);
 	REQUIRE(pthread_create(&t, NULL, raw_job_run, &j) == 0);
 	side_connect(&s, port);
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	CHECK(rdma_disconnect(s.id) == 0);
 	if (peer_fin_first) {
 		CHECK(write(j.go[1], &t0, sizeof(t0)) == sizeof(t0));
@@ -259,7 +235,7 @@ static void test_close(bool peer_fin_first)
 		printf("peer first: our FIN %.0f ms after rdma_disconnect\n", j.t_fin - t0);
 	} else {
 		side_free(&s);
-		double t1 = now_ms();
+		double t1 = cm_now_ms();
 		CHECK(t1 - t0 < FIN_DELAY_MS * 0.8); /* the delay is not the caller's */
 		CHECK(write(j.go[1], &t0, sizeof(t0)) == sizeof(t0));
 		pthread_join(t, NULL);

@@ -35,31 +35,6 @@
 static const char req_hex[] = "4d50412049442052657120467261 6d65 10 02 0004 0001 0001";
 static const char rep_hex[] = "4d50412049442052657020467261 6d65 10 02 0004 0001 0001";
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Read exactly n bytes within 5 s. */
-static bool recv_full(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 5000) != 1)
-			return false;
-		ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
 /* What the raw peer saw. */
 struct raw {
 	int fd; /* responder case: the connected socket; initiator case: the listener */
@@ -75,8 +50,8 @@ static void raw_first_fpdu(struct raw *r, int fd)
 	uint8_t b;
 
 	r->extra_behind_reply = recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK) == 1;
-	r->ok = recv_full(fd, &b, 1);
-	r->t_fpdu = now_ms();
+	r->ok = cm_recv_full(fd, &b, 1);
+	r->t_fpdu = cm_now_ms();
 }
 
 /* Raw initiator against an xsock listener: Request out, Reply in, then wait
@@ -87,11 +62,11 @@ static void *raw_initiator(void *arg)
 	uint8_t req[64], rep[64];
 	size_t n = xs_hex(req_hex, req, sizeof(req));
 
-	if (send(r->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n || !recv_full(r->fd, rep, 20) ||
+	if (send(r->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n || !cm_recv_full(r->fd, rep, 20) ||
 	    memcmp(rep, "MPA ID Rep Frame", 16) != 0 ||
-	    !recv_full(r->fd, rep + 20, (size_t)(rep[18] << 8 | rep[19])))
+	    !cm_recv_full(r->fd, rep + 20, (size_t)(rep[18] << 8 | rep[19])))
 		return NULL;
-	r->t_reply = now_ms();
+	r->t_reply = cm_now_ms();
 	raw_first_fpdu(r, r->fd);
 	return NULL;
 }
@@ -108,11 +83,11 @@ static void *raw_responder(void *arg)
 
 	if (poll(&p, 1, 5000) != 1 || (fd = accept(r->fd, NULL, NULL)) < 0)
 		return NULL;
-	r->t_conn = now_ms();
-	if (recv_full(fd, req, 20) && memcmp(req, "MPA ID Req Frame", 16) == 0 &&
-	    recv_full(fd, req + 20, (size_t)(req[18] << 8 | req[19])) &&
+	r->t_conn = cm_now_ms();
+	if (cm_recv_full(fd, req, 20) && memcmp(req, "MPA ID Req Frame", 16) == 0 &&
+	    cm_recv_full(fd, req + 20, (size_t)(req[18] << 8 | req[19])) &&
 	    send(fd, rep, n, MSG_NOSIGNAL) == (ssize_t)n) {
-		r->t_reply = now_ms();
+		r->t_reply = cm_now_ms();
 		raw_first_fpdu(r, fd);
 	}
 	close(fd);
@@ -185,9 +160,9 @@ static void test_responder(void)
 	ev = cm_expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, "request");
 	REQUIRE(ev);
 	side_qp(&s, ev->id);
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	CHECK(rdma_accept(s.id, NULL) == 0);
-	double t1 = now_ms();
+	double t1 = cm_now_ms();
 	rdma_ack_cm_event(ev);
 	side_send(&s); /* at once: only the settle pause separates it from the Reply */
 	pthread_join(t, NULL);
@@ -223,7 +198,7 @@ static void test_initiator(void)
 	REQUIRE(listen(r.fd, 4) == 0 && getsockname(r.fd, (struct sockaddr *)&a, &l) == 0);
 	side_qp(&s, cm_resolved_id(&ch, NULL, ntohs(a.sin_port)));
 	REQUIRE(pthread_create(&t, NULL, raw_responder, &r) == 0);
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	CHECK(rdma_connect(s.id, NULL) == 0);
 	ev = cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, "established");
 	if (ev) {

@@ -7,6 +7,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <rdma/rdma_cma.h>
 
 #include "tests/xs_test.h"
@@ -94,6 +96,32 @@ static inline struct rdma_cm_id *cm_resolved_id(struct rdma_event_channel **ch, 
 	REQUIRE(ev);
 	rdma_ack_cm_event(ev);
 	return id;
+}
+
+/* CLOCK_MONOTONIC in milliseconds (the raw-peer tests time the wire). */
+static inline double cm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Read exactly n bytes from a TCP socket within 5 s. */
+static inline bool cm_recv_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 5000) != 1)
+			return false;
+		ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
 }
 
 #endif
