@@ -1431,10 +1431,26 @@ static bool cls_step(struct xs_conn *c)
 
 /* Arm the classification timer for the nearest deadline (or the next look
  * at a partial key) while any connection waits to be classified. */
+/* One io_uring timeout per kind (the handshake scan, classification,
+ * parked connections, the late list): armed at most once at a time,
+ * *armed cleared by its handler. */
+static void eng_timeout_arm(bool *armed, struct __kernel_timespec *ts, uint64_t ns, int tag)
+{
+	struct io_uring_sqe *sqe;
+
+	if (*armed)
+		return;
+	sqe = eng_sqe();
+	ts->tv_sec = (long long)(ns / 1000000000u);
+	ts->tv_nsec = (long long)(ns % 1000000000u);
+	io_uring_prep_timeout(sqe, ts, 0, 0);
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)tag);
+	*armed = true;
+}
+
 static void cls_timer_arm(void)
 {
 	uint64_t now = now_ms(), next = UINT64_MAX;
-	struct io_uring_sqe *sqe;
 
 	if (eng.ctimer_armed)
 		return;
@@ -1452,12 +1468,7 @@ static void cls_timer_arm(void)
 	uint64_t ms = next > now ? next - now : 0;
 	if (ms < 1)
 		ms = 1;
-	sqe = eng_sqe();
-	eng.ctimer_ts.tv_sec = (long long)(ms / 1000u);
-	eng.ctimer_ts.tv_nsec = (long long)(ms % 1000u) * 1000000;
-	io_uring_prep_timeout(sqe, &eng.ctimer_ts, 0, 0);
-	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_CTIMER);
-	eng.ctimer_armed = true;
+	eng_timeout_arm(&eng.ctimer_armed, &eng.ctimer_ts, ms * 1000000u, TAG_CTIMER);
 }
 
 static void conn_handshake(struct xs_conn *c);
@@ -1581,16 +1592,7 @@ static uint64_t now_ms(void)
 
 static void timer_arm(void)
 {
-	struct io_uring_sqe *sqe;
-
-	if (eng.timer_armed)
-		return;
-	sqe = eng_sqe();
-	eng.timer_ts.tv_sec = 0;
-	eng.timer_ts.tv_nsec = 250 * 1000 * 1000;
-	io_uring_prep_timeout(sqe, &eng.timer_ts, 0, 0);
-	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_TIMER);
-	eng.timer_armed = true;
+	eng_timeout_arm(&eng.timer_armed, &eng.timer_ts, 250u * 1000 * 1000, TAG_TIMER);
 }
 
 static void hs_track(struct xs_conn *c)
@@ -1645,16 +1647,7 @@ static void hs_scan(void)
 
 static void park_timer_arm(void)
 {
-	struct io_uring_sqe *sqe;
-
-	if (eng.park_armed)
-		return;
-	sqe = eng_sqe();
-	eng.park_ts.tv_sec = 0;
-	eng.park_ts.tv_nsec = XS_PARK_NS;
-	io_uring_prep_timeout(sqe, &eng.park_ts, 0, 0);
-	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_PARK);
-	eng.park_armed = true;
+	eng_timeout_arm(&eng.park_armed, &eng.park_ts, XS_PARK_NS, TAG_PARK);
 }
 
 static void conn_park(struct xs_conn *c)
@@ -1700,16 +1693,7 @@ static void park_expired(void)
 
 static void late_timer_arm(void)
 {
-	struct io_uring_sqe *sqe;
-
-	if (eng.late_armed)
-		return;
-	sqe = eng_sqe();
-	eng.late_ts.tv_sec = 0;
-	eng.late_ts.tv_nsec = XS_LATE_TICK_MS * 1000 * 1000;
-	io_uring_prep_timeout(sqe, &eng.late_ts, 0, 0);
-	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)TAG_LATE);
-	eng.late_armed = true;
+	eng_timeout_arm(&eng.late_armed, &eng.late_ts, XS_LATE_TICK_MS * 1000u * 1000u, TAG_LATE);
 }
 
 static void late_add(struct xs_conn *c)
@@ -1746,7 +1730,8 @@ static void late_scan(void)
 	while (*pp) {
 		struct xs_conn *c = *pp;
 
-		if (c->fin_due_ms && now >= c->fin_due_ms) {
+		/* a closed connection's shutdown(SHUT_RDWR) sent the FIN */
+		if (c->fin_due_ms && (now >= c->fin_due_ms || c->state == CONN_CLOSED)) {
 			c->fin_due_ms = 0;
 			if (c->state != CONN_CLOSED)
 				conn_shut(c, SHUT_WR);
@@ -1807,11 +1792,7 @@ static void linger_input(struct xs_conn *c)
 			conn_arm(c);
 			return;
 		}
-		if (c->fin_due_ms) {
-			c->fin_due_ms = 0; /* the peer is gone: no reason to wait */
-			conn_shut(c, SHUT_WR);
-		}
-		linger_end(c);
+		linger_end(c); /* its shutdown sends a FIN still due */
 		return;
 	}
 }
