@@ -74,10 +74,8 @@ while [ $i -lt "$reps" ]; do
 done
 echo >&2
 
-med() {
-    awk -v c="$1" -v k="$2" -v f="$3" '$1 == c && $2 == k { print $f }' "$res" | sort -g |
-        awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)] }'
-}
+# med CASE COLUMN FIELD: median over the runs (column 3, and the p99s)
+. "$top/scripts/bench-lib.sh"
 
 missed=0
 # row LABEL CASE COLUMN KIND(lat|bw|ftlat|ftbw)

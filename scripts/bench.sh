@@ -75,11 +75,8 @@ while [ $i -lt "$reps" ]; do
 done
 echo >&2
 
-# median of column 3 (and of the p99s) per case and column
-med() {
-    awk -v c="$1" -v k="$2" -v f="$3" '$1 == c && $2 == k { print $f }' "$res" | sort -g |
-        awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)] }'
-}
+# med CASE COLUMN FIELD: median over the runs (column 3, and the p99s)
+. "$top/scripts/bench-lib.sh"
 
 missed=0
 line() {

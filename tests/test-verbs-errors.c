@@ -449,14 +449,14 @@ static void test_disconnect_outstanding(void)
 		    (uintptr_t)c.mr[T_RW]->addr, 0) == 0);
 	usleep(3000);
 	CHECK(rdma_disconnect(c.id) == 0);
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	pthread_join(t, NULL);
 	CHECK(w.rc == 0);
 	/* a Read posted after the disconnect flushes at once */
 	CHECK(post1(c.id->qp, 3000, IBV_WR_RDMA_READ, &rs, 1, dmr->rkey, (uintptr_t)dst, 0) == 0);
 	count_done(c.scq, NBIG + 1, 3000, &ok, &fl, &other);
 	printf("disconnect: client writes %d ok, %d flushed, %d other (%.0f ms)\n", ok, fl, other,
-	       now_ms() - t0);
+	       cm_now_ms() - t0);
 	CHECK(ok + fl == NBIG + 1 && other == 0 && fl >= 1);
 	count_done(c.rcq, 100, 2000, &ok, &fl, &other);
 	CHECK(ok == 0 && fl == 100 && other == 0);
@@ -606,7 +606,7 @@ static void test_peer_killed(void)
 	REQUIRE(pthread_create(&t, NULL, killer, &pid) == 0);
 	struct ibv_sge wsg = { .addr = (uintptr_t)src, .length = BIG, .lkey = mr->lkey };
 	int nw = 0;
-	double t0 = now_ms(), tkill = 0;
+	double t0 = cm_now_ms(), tkill = 0;
 	for (; nw < 40; nw++) {
 		CHECK(post1(s.id->qp, 100 + (unsigned)nw, IBV_WR_RDMA_WRITE, &wsg, 1, 0x4400, 0, 0) == 0);
 		if (qp_state(s.id->qp) == IBV_QPS_ERR) {
@@ -616,15 +616,15 @@ static void test_peer_killed(void)
 	}
 	pthread_join(t, NULL);
 	REQUIRE(waitpid(pid, &status, 0) == pid);
-	tkill = now_ms();
+	tkill = cm_now_ms();
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	count_done(s.scq, 4 + nw, 1000, &ok, &fl, &other);
 	printf("peer killed after %.0f ms: %d Writes posted, %d ok, %d flushed, %d other, "
-	       "in %.0f ms after the kill\n", tkill - t0, nw, ok, fl, other, now_ms() - tkill);
+	       "in %.0f ms after the kill\n", tkill - t0, nw, ok, fl, other, cm_now_ms() - tkill);
 	CHECK(ok + fl == 4 + nw && other == 0 && fl >= 4);
 	count_done(s.rcq, 50, 1000, &ok, &fl, &other);
 	CHECK(ok == 0 && fl == 50 && other == 0);
-	CHECK(now_ms() - tkill < 1000);
+	CHECK(cm_now_ms() - tkill < 1000);
 	struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 1000, "peer killed");
 	if (ev)
 		rdma_ack_cm_event(ev);

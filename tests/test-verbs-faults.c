@@ -122,7 +122,7 @@ static void *write_loop(void *arg)
 		rc = post1(w->g->s.id->qp, 100 + (unsigned)i, IBV_WR_RDMA_WRITE, &sg, 1, 0x4400, 0,
 			   0);
 		pthread_mutex_lock(&w->mu);
-		w->last_ms = now_ms();
+		w->last_ms = cm_now_ms();
 		if (rc == 0)
 			w->posted++;
 		pthread_mutex_unlock(&w->mu);
@@ -168,7 +168,7 @@ static void writer_join(struct writer *w, pthread_t t, int ms, const char *what)
  * the socket); returns its count then. */
 static int writer_stalled(struct writer *w, int quiet_ms, int max_ms)
 {
-	double end = now_ms() + max_ms;
+	double end = cm_now_ms() + max_ms;
 
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
@@ -176,7 +176,7 @@ static int writer_stalled(struct writer *w, int quiet_ms, int max_ms)
 		int n = w->posted;
 		bool done = w->done;
 		pthread_mutex_unlock(&w->mu);
-		if (done || (last > 0 && now_ms() - last > quiet_ms) || now_ms() > end)
+		if (done || (last > 0 && cm_now_ms() - last > quiet_ms) || cm_now_ms() > end)
 			return n;
 		usleep(10000);
 	}
@@ -188,16 +188,16 @@ static int writer_stalled(struct writer *w, int quiet_ms, int max_ms)
 static void check_all_done(struct rig *g, int nwrites, int ms, const char *what)
 {
 	int ok, fl, other;
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 
 	count_done(g->s.scq, NREAD_S + nwrites, ms, &ok, &fl, &other);
 	printf("%s: %d Reads + %d Writes: %d ok, %d flushed, %d other; ", what, NREAD_S, nwrites,
 	       ok, fl, other);
 	CHECK(ok + fl == NREAD_S + nwrites && other == 0 && fl >= NREAD_S);
 	count_done(g->s.rcq, NRECV_S, ms, &ok, &fl, &other);
-	printf("%d receives flushed in %.0f ms\n", fl, now_ms() - t0);
+	printf("%d receives flushed in %.0f ms\n", fl, cm_now_ms() - t0);
 	CHECK(ok == 0 && fl == NRECV_S && other == 0);
-	CHECK(now_ms() - t0 < ms);
+	CHECK(cm_now_ms() - t0 < ms);
 	struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, ms, what);
 	if (ev)
 		rdma_ack_cm_event(ev);
@@ -227,10 +227,10 @@ static void test_rst(void)
 	REQUIRE(setsockopt(g.r.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
 	raw_close(&g.r); /* RST */
 	g.r.fd = -1;
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	writer_join(&w, t, 1000, "rst");
 	printf("rst: writer blocked after %d MiB, returned %.0f ms after the RST\n", n,
-	       now_ms() - t0);
+	       cm_now_ms() - t0);
 	check_all_done(&g, w.posted, 1000, "rst");
 	rig_down(&g);
 }
@@ -283,10 +283,10 @@ static void test_stall(void)
 	socklen_t sl = sizeof(int);
 	getsockopt(g.r.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &sl);
 	long rss0 = rss_kib();
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	writer_start(&w, &g, &t);
 	int n = writer_stalled(&w, 200, 5000);
-	double tstall = now_ms();
+	double tstall = cm_now_ms();
 	long rss1 = rss_kib();
 	int inq = 0;
 	ioctl(g.r.fd, FIONREAD, &inq);
@@ -307,7 +307,7 @@ static void test_stall(void)
 	double tblock = w.last_ms; /* the blocked post_send began then */
 	pthread_mutex_unlock(&w.mu);
 	writer_join(&w, t, TX_TIMEOUT_MS + 1500, "stall");
-	double tend = now_ms();
+	double tend = cm_now_ms();
 	printf("stall: the blocked post_send returned after %.0f ms (XSOCK_TX_TIMEOUT_MS=%d)\n",
 	       tend - tblock, TX_TIMEOUT_MS);
 	CHECK(tend - tblock >= TX_TIMEOUT_MS - 50);
@@ -327,16 +327,16 @@ static void test_destroy_outstanding(void)
 		return;
 	}
 	/* no disconnect: QP and id go with 4 Reads and 50 receives posted */
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	CHECK(ibv_dereg_mr(g.mr) == 0);
 	g.mr = NULL;
 	free_ep(&g.s);
-	double t1 = now_ms();
+	double t1 = cm_now_ms();
 	printf("destroy: QP, CQs and id destroyed with WRs outstanding in %.0f ms\n", t1 - t0);
 	CHECK(t1 - t0 < 1000);
 	CHECK(raw_until_eof(&g.r)); /* the peer sees the connection end */
-	printf("destroy: the peer saw the close %.0f ms later\n", now_ms() - t1);
-	CHECK(now_ms() - t1 < 1000);
+	printf("destroy: the peer saw the close %.0f ms later\n", cm_now_ms() - t1);
+	CHECK(cm_now_ms() - t1 < 1000);
 	rig_down(&g);
 }
 
@@ -387,7 +387,7 @@ static void test_exit(void)
 			      .lkey = s.mr[T_RW]->lkey };
 	close(sv[0]); /* the child's poll returns: it exits */
 	REQUIRE(waitpid(pid, &status, 0) == pid);
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 1000, "exit");
 	if (ev)
@@ -395,8 +395,8 @@ static void test_exit(void)
 	int ok, fl, other;
 	count_done(s.rcq, 8, 1000, &ok, &fl, &other);
 	printf("exit: DISCONNECTED and %d receives flushed %.0f ms after the child's exit\n", fl,
-	       now_ms() - t0);
-	CHECK(ok == 0 && fl == 8 && other == 0 && now_ms() - t0 < 1000);
+	       cm_now_ms() - t0);
+	CHECK(ok == 0 && fl == 8 && other == 0 && cm_now_ms() - t0 < 1000);
 	/* a WR posted now flushes at once */
 	CHECK(post1(s.id->qp, 7, IBV_WR_RDMA_READ, &rs, 1, 0x4400, 0, 0) == 0);
 	count_done(s.scq, 1, 1000, &ok, &fl, &other);
@@ -425,16 +425,16 @@ int main(int argc, char **argv)
 	} tests[] = { { "rst", test_rst }, { "fin", test_fin_mid_message }, { "stall", test_stall },
 		      { "destroy", test_destroy_outstanding }, { "exit", test_exit } };
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		double t0 = now_ms();
+		double t0 = cm_now_ms();
 		tests[i].fn();
-		printf("-- %s: %.0f ms\n", tests[i].name, now_ms() - t0);
+		printf("-- %s: %.0f ms\n", tests[i].name, cm_now_ms() - t0);
 	}
 
 	/* connections leave nothing open behind (the engine may take a
 	 * moment to close what it was polling) */
-	double end = now_ms() + 1000;
+	double end = cm_now_ms() + 1000;
 	int fd2;
-	while ((fd2 = count_fds()) != fd1 && now_ms() < end)
+	while ((fd2 = count_fds()) != fd1 && cm_now_ms() < end)
 		usleep(10000);
 	printf("fds: %d at start, %d with the listener, %d at the end\n", fd0, fd1, fd2);
 	CHECK(fd2 == fd1);

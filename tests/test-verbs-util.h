@@ -47,14 +47,6 @@ struct ep {
 	struct ibv_mr *rmr;
 };
 
-static inline double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static inline void make_qp(struct ep *e, struct rdma_cm_id *id, unsigned depth, uint8_t fill)
 {
 	struct ibv_qp_init_attr a;
@@ -190,7 +182,7 @@ static inline bool pair_up(struct ep *c, struct ep *s, unsigned depth, unsigned 
 /* Up to n completions within ms. */
 static inline int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 {
-	double end = now_ms() + ms;
+	double end = cm_now_ms() + ms;
 	int got = 0;
 
 	while (got < n) {
@@ -200,7 +192,7 @@ static inline int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 			return -1;
 		got += r;
 		if (got < n) {
-			if (now_ms() > end)
+			if (cm_now_ms() > end)
 				break;
 			usleep(500);
 		}
@@ -227,10 +219,10 @@ static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
 
 static inline bool wait_state(struct ibv_qp *qp, enum ibv_qp_state st, int ms)
 {
-	double end = now_ms() + ms;
+	double end = cm_now_ms() + ms;
 
 	while (qp_state(qp) != st) {
-		if (now_ms() > end)
+		if (cm_now_ms() > end)
 			return false;
 		usleep(500);
 	}
@@ -463,10 +455,10 @@ static inline void raw_close(struct raw *r)
 static inline void count_done(struct ibv_cq *cq, int want, int ms, int *ok, int *flushed, int *other)
 {
 	struct ibv_wc wc[MAXWC];
-	double end = now_ms() + ms;
+	double end = cm_now_ms() + ms;
 
 	*ok = *flushed = *other = 0;
-	while (*ok + *flushed + *other < want && now_ms() < end) {
+	while (*ok + *flushed + *other < want && cm_now_ms() < end) {
 		int n = ibv_poll_cq(cq, MAXWC, wc);
 
 		for (int i = 0; i < n; i++) {
@@ -490,6 +482,20 @@ static inline void verbs_test_listen(void)
 	vctx = lid->verbs;
 	REQUIRE(vctx);
 	REQUIRE(fcntl(vctx->async_fd, F_SETFL, fcntl(vctx->async_fd, F_GETFL) | O_NONBLOCK) == 0);
+}
+
+/* This process's resident set in KiB (-1 if unknown); soak and load report it. */
+static inline long tv_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, res = 0;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+		res = -1;
+	fclose(f);
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 #endif

@@ -48,19 +48,6 @@ struct load {
 	uint64_t echoes;
 };
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long pages = 0, res = 0;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-		res = -1;
-	fclose(f);
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void setup(struct load *L, struct ibv_context *ctx, unsigned maxconn)
 {
 	L->ctx = ctx;
@@ -319,7 +306,7 @@ int main(int argc, char **argv)
 	L.ch = rdma_create_event_channel();
 	REQUIRE(L.ch);
 	REQUIRE(fcntl(L.ch->fd, F_SETFL, fcntl(L.ch->fd, F_GETFL) | O_NONBLOCK) == 0);
-	long rss0 = rss_kib();
+	long rss0 = tv_rss_kib();
 
 	if (strcmp(argv[1], "server") == 0) {
 		struct rdma_cm_id *lid_;
@@ -335,13 +322,13 @@ int main(int argc, char **argv)
 		printf("server: listening on %u, RSS %ld KiB\n", port, rss0);
 		fflush(stdout);
 		unsigned last = 0;
-		long rss_base = rss_kib();
+		long rss_base = tv_rss_kib();
 		for (;;) {
 			wait_any(&L, 1000);
 			drain_cm(&L);
 			drain_cq(&L, true);
 			if (L.up != last) {
-				long r = rss_kib();
+				long r = tv_rss_kib();
 				printf("server: %u connections, RSS %ld KiB (%+.1f KiB per connection), "
 				       "%llu echoes, %u errors\n",
 				       L.up, r, L.up ? (double)(r - rss_base) / L.up : 0.0,
@@ -357,9 +344,9 @@ int main(int argc, char **argv)
 	REQUIRE(L.n > 0 && L.n <= MAXCONN && secs > 0);
 	L.c = calloc(L.n, sizeof(*L.c));
 	REQUIRE(L.c);
-	double t0 = now_ms(), tup = 0;
+	double t0 = cm_now_ms(), tup = 0;
 	/* connect: all of them, 60 s at most */
-	while (now_ms() - t0 < 60000) {
+	while (cm_now_ms() - t0 < 60000) {
 		client_start_more(&L, port);
 		wait_any(&L, 100);
 		drain_cm(&L);
@@ -367,8 +354,8 @@ int main(int argc, char **argv)
 		if (L.up == L.n || (L.next == L.n && L.handshaking == 0))
 			break;
 	}
-	tup = now_ms();
-	long rss1 = rss_kib();
+	tup = cm_now_ms();
+	long rss1 = tv_rss_kib();
 	unsigned reached = L.up;
 	printf("client: %u of %u connections up in %.1f s; RSS %ld -> %ld KiB (%.1f KiB per "
 	       "connection)\n",
@@ -381,21 +368,21 @@ int main(int argc, char **argv)
 		if (L.c[i].up && !L.c[i].gone)
 			client_send_next(&L, &L.c[i]);
 	uint64_t e0 = L.echoes;
-	while (now_ms() - tup < secs * 1000.0) {
+	while (cm_now_ms() - tup < secs * 1000.0) {
 		wait_any(&L, 100);
 		drain_cm(&L);
 		drain_cq(&L, true);
 	}
-	double el = (now_ms() - tup) / 1e3;
+	double el = (cm_now_ms() - tup) / 1e3;
 	uint64_t echoes = L.echoes - e0;
 	/* let the messages in flight come back, then disconnect everything */
-	double td = now_ms();
-	while (now_ms() - td < 2000) {
+	double td = cm_now_ms();
+	while (cm_now_ms() - td < 2000) {
 		wait_any(&L, 50);
 		drain_cm(&L);
 		drain_cq(&L, false);
 	}
-	long rss2 = rss_kib();
+	long rss2 = tv_rss_kib();
 	unsigned errors = L.errors;
 	L.closing = true;
 	printf("load: %u connections, %.0f s, %llu echoes (%.0f/s), %u errors, %u disconnected "

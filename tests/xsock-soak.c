@@ -28,19 +28,6 @@ struct side {
 	struct ibv_mr *smr, *dmr, *mmr;
 };
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long pages = 0, res = 0;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-		res = -1;
-	fclose(f);
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void side_mem(struct side *s)
 {
 	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
@@ -160,7 +147,7 @@ int main(int argc, char **argv)
 	side_mem(&B);
 	post_msg_recv(&A);
 	post_msg_recv(&B);
-	double t0 = now_ms();
+	double t0 = cm_now_ms();
 	while (moved < target && !xs_test_failures) {
 		bool a2b = xs_rand64() & 1, read = xs_rand64() & 1;
 		struct side *s = a2b ? &A : &B, *d = a2b ? &B : &A;
@@ -189,12 +176,12 @@ int main(int argc, char **argv)
 		nwrite += !read;
 		ab += a2b;
 		if (ops == 1 || ops == 64) /* warm: buffers touched, CM done */
-			rss_warm = rss_kib();
-		long r = rss_kib();
+			rss_warm = tv_rss_kib();
+		long r = tv_rss_kib();
 		if (r > rss_max)
 			rss_max = r;
 		if (moved >= next_report) {
-			double s_el = (now_ms() - t0) / 1e3;
+			double s_el = (cm_now_ms() - t0) / 1e3;
 			printf("soak: %.1f GiB, %llu ops, %.0f MB/s, RSS %ld KiB\n",
 			       (double)moved / (1ull << 30), (unsigned long long)ops,
 			       (double)moved / 1e6 / s_el, r);
@@ -202,8 +189,8 @@ int main(int argc, char **argv)
 			next_report += 1ull << 30;
 		}
 	}
-	double el = (now_ms() - t0) / 1e3;
-	long rss_end = rss_kib();
+	double el = (cm_now_ms() - t0) / 1e3;
+	long rss_end = tv_rss_kib();
 	printf("soak: verbs: %.2f GiB in %llu ops (%llu Writes, %llu Reads; %llu A->B, %llu B->A) "
 	       "in %.1f s (%.0f MB/s incl. SHA-256 and fill), %llu mismatches, "
 	       "RSS after warm-up %ld KiB, max %ld KiB, end %ld KiB\n",
