@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
@@ -848,6 +849,14 @@ XSK_EXPORT int listen(int fd, int backlog)
 		}
 		s->have_local = true;
 	}
+	/* the original socket's IPV6_V6ONLY (set by the application or by
+	 * net.ipv6.bindv6only) goes to the stack's listener */
+	s->v6only = -1;
+	if (s->family == AF_INET6) {
+		socklen_t vl = sizeof(s->v6only);
+		if (xsk_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &s->v6only, &vl) < 0)
+			s->v6only = -1;
+	}
 	rc = take_over(fd, s);
 	if (!rc)
 		rc = xsk_listen_start(s, (struct sockaddr *)&s->local, backlog);
@@ -1523,6 +1532,40 @@ XSK_EXPORT int fcntl(int fd, int cmd, ...)
 		break;
 	}
 	return rc;
+}
+
+/* A program built with _FILE_OFFSET_BITS=64 (redis, nginx) calls fcntl64;
+ * on x86_64 it is the same call. */
+XSK_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+/* fstat(2) on an IWARP socket: the fd number holds the inner epoll fd, but
+ * the application asked about a socket (inetd-style programs, nginx and
+ * sshd look at S_ISSOCK). */
+static int stat_fix(int fd, int rc, struct stat *st)
+{
+	if (rc == 0 && st && lookup(fd))
+		st->st_mode = (st->st_mode & ~(mode_t)S_IFMT) | S_IFSOCK;
+	return rc;
+}
+
+XSK_EXPORT int fstat(int fd, struct stat *st)
+{
+	static int (*real_fstat)(int, struct stat *);
+
+	if (!real_fstat)
+		*(void **)&real_fstat = dlsym(RTLD_NEXT, "fstat");
+	return stat_fix(fd, real_fstat(fd, st), st);
+}
+
+/* struct stat64 is struct stat on x86_64 */
+_Static_assert(sizeof(struct stat64) == sizeof(struct stat), "stat64 is stat");
+XSK_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	static int (*real_fstat64)(int, struct stat64 *);
+
+	if (!real_fstat64)
+		*(void **)&real_fstat64 = dlsym(RTLD_NEXT, "fstat64");
+	return stat_fix(fd, real_fstat64(fd, st), (struct stat *)st);
 }
 
 XSK_EXPORT int ioctl(int fd, unsigned long req, ...)

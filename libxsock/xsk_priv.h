@@ -98,6 +98,7 @@ struct xsk_stack {
 	int (*get_cq_event)(struct ibv_comp_channel *, struct ibv_cq **, void **);
 	void (*ack_cq_events)(struct ibv_cq *, unsigned int);
 	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
+	int (*set_option)(struct rdma_cm_id *, int, int, void *, size_t);
 	/* libiwarp's private fork support (NULL if absent): claim the id's
 	 * connection or listener for this process (0, -EBUSY if another
 	 * process uses it); its standing without claiming (0 ours, 1 shared
@@ -206,6 +207,7 @@ struct xsk {
 	int family;
 	int err; /* pending SO_ERROR (positive errno) */
 	int backlog;
+	int v6only; /* an AF_INET6 listener's IPV6_V6ONLY when it was taken over (-1: IPv4) */
 	int epfd; /* the inner epoll fd: the number the application holds */
 	bool epfd_app; /* the application holds epfd (its close closes it) */
 	int ready_fd; /* eventfd in epfd: readable while the socket is readable */

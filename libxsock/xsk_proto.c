@@ -753,6 +753,9 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog)
 		return rc;
 	if (st->create_id(s->ch, &s->id, s, RDMA_PS_TCP))
 		return -(errno ? errno : ENOMEM);
+	if (s->v6only >= 0 &&
+	    st->set_option(s->id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &s->v6only, sizeof(int)))
+		return -(errno ? errno : EINVAL);
 	if (st->bind_addr(s->id, (struct sockaddr *)addr))
 		return -(errno ? errno : EADDRNOTAVAIL);
 	/* plain TCP clients too (xsock(7) MIXED LISTENER) */

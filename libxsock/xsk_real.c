@@ -135,6 +135,7 @@ static void stack_init_once(void)
 	SYM(get_cq_event, "ibv_get_cq_event");
 	SYM(ack_cq_events, "ibv_ack_cq_events");
 	SYM(query_qp, "ibv_query_qp");
+	SYM(set_option, "rdma_set_option");
 	/* fork support (libiwarp's private node): optional */
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");

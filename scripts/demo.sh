@@ -21,7 +21,7 @@ echo "== xsock wire demo: CRC on, no Markers (what Linux siw speaks) =="
 
 echo "== Debian's unmodified rping over xsock (xsock-run --crc) =="
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-timeout 60 "$top/build/tools/xsock-run" --crc rping -s -a 127.0.0.1 -p "$port" -C 10 &
+timeout 60 "$top/build/tools/xsock-run" --crc rping -s -a 127.0.0.1 -p "$port" -C 10 -S 100 &
 spid=$!
 sleep 1
 timeout 60 "$top/build/tools/xsock-run" --crc rping -c -a 127.0.0.1 -p "$port" -v -V -C 10 -S 100

@@ -336,6 +336,7 @@ struct cm_id {
 	/* libxsock's mixed listener (xsock_priv_listen_mixed): plain TCP
 	 * clients come as XSOCK_CM_EVENT_PLAIN events */
 	bool mixed;
+	int afonly; /* RDMA_OPTION_ID_AFONLY: -1 unset */
 };
 
 static struct cm_id *cm_of(struct rdma_cm_id *id)
@@ -371,6 +372,7 @@ static struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context,
 		}
 		sync = true;
 	}
+	c->afonly = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	c->refs = 1;
 	c->chan = chan;
@@ -1305,7 +1307,7 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	pthread_mutex_unlock(&c->lock);
 
 	xl = xs_listen((struct sockaddr *)&addr, sa_len((struct sockaddr *)&addr),
-		       backlog > 0 ? backlog : 128, cm_accept_cb,
+		       backlog > 0 ? backlog : 128, c->afonly, cm_accept_cb,
 		       c->mixed && xs_config()->classify_ms ? cm_plain_cb : NULL, c);
 	if (!xl) {
 		int e = errno ? errno : EADDRINUSE;
@@ -1547,14 +1549,22 @@ XS_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 XS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 			      size_t optlen)
 {
-	(void)optval;
-	(void)optlen;
 	if (!id)
 		return cm_err(EINVAL);
-	/* accepted and ignored: TCP picks its own TOS/reuse/v6only */
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_AFONLY) {
+		struct cm_id *c = (struct cm_id *)id;
+
+		if (!optval || optlen != sizeof(int))
+			return cm_err(EINVAL);
+		pthread_mutex_lock(&c->lock);
+		c->afonly = *(const int *)optval != 0;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	/* accepted and ignored: TCP picks its own TOS/reuse */
 	if (level == RDMA_OPTION_ID &&
 	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+	     optname == RDMA_OPTION_ID_ACK_TIMEOUT))
 		return 0;
 	return cm_err(ENOSYS);
 }

@@ -2177,7 +2177,7 @@ void xs_conn_put(struct xs_conn *c)
 /* ---- listen / accept / connect ------------------------------------------------- */
 
 struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
-			      xs_accept_fn cb, xs_plain_fn plain, void *ctx)
+			      int v6only, xs_accept_fn cb, xs_plain_fn plain, void *ctx)
 {
 	int rc = engine_get();
 
@@ -2193,6 +2193,11 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	if (l->fd < 0)
 		goto fail;
 	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a dual-stack server (redis, nginx) listens on 0.0.0.0 and on [::]
+	 * with IPV6_V6ONLY: without it the second bind fails */
+	if (addr->sa_family == AF_INET6 && v6only >= 0 &&
+	    setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
+		goto fail_fd;
 	if (bind(l->fd, addr, len) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0)
 		goto fail_fd;
 	l->cb = cb;

@@ -224,9 +224,10 @@ typedef void (*xs_plain_fn)(void *ctx, int fd);
  * accepted connection is classified by its first octets, peeked: the MPA
  * Request key goes on to cb, anything else (or nothing within
  * XSOCK_CLASSIFY_MS, or the peer's FIN) to plain.  Without, a connection
- * that sends no MPA Request is closed. */
+ * that sends no MPA Request is closed.  v6only: IPV6_V6ONLY for an AF_INET6
+ * listener (RDMA_OPTION_ID_AFONLY), -1 for the system's default. */
 struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
-			      xs_accept_fn cb, xs_plain_fn plain, void *ctx);
+			      int v6only, xs_accept_fn cb, xs_plain_fn plain, void *ctx);
 int xs_listener_addr(const struct xs_listener *l, struct sockaddr_storage *addr);
 void xs_listener_close(struct xs_listener *l); /* no callback after it returns */
 
