@@ -16,46 +16,8 @@ py=/usr/bin/python3 # Debian's, dynamically linked (a pyenv build may not be)
 
 xs_scratch
 xs_capture_ok transfers
-socklib=${XS_TOP_BUILDDIR:-.}/libxsock/.libs/libxsock.so.0
-plain_run() {
-    LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$socklib" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= "$@"
-}
-iwarp_run() {
-    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp "$@"
-}
 fail=0
 ran=0
-
-# capture_begin NAME PORT / capture_end NAME MODE(iwarp|plain)
-capture_begin() {
-    [ $capture = 1 ] || return 0
-    # only segments whose payload starts with "MPA " (the Request/Reply
-    # keys): a full capture of a loopback iperf3 run drops packets
-    xs_capture_start "$tmp/$1.pcap" "$tmp/$1.tcpdump" \
-        "$2 and tcp[((tcp[12] & 0xf0) >> 2):4] = 0x4d504120" || exit 99
-}
-capture_end() {
-    [ $capture = 1 ] || return 0
-    # a loaded machine may drop packets during a full-speed iperf3 run: the
-    # handshake checks below still decide (a dropped Request fails them)
-    xs_capture_stop "$tmp/$1.tcpdump" >"$tmp/$1.drops" || echo "note $1: $(grep 'dropped by kernel' "$tmp/$1.tcpdump")"
-    req=$(tcpdump -r "$tmp/$1.pcap" -A 2>/dev/null | grep -c "MPA ID Req Frame")
-    rep=$(tcpdump -r "$tmp/$1.pcap" -A 2>/dev/null | grep -c "MPA ID Rep Frame")
-    echo "$1: capture: MPA Request keys $req, Reply keys $rep"
-    if [ "$2" = iwarp ] && { [ "$req" -lt 1 ] || [ "$rep" -lt 1 ]; }; then
-        echo "FAIL $1: no MPA handshake on the wire"; fail=1
-    fi
-    if [ "$2" = plain ] && [ "$req" -ne 0 ]; then
-        echo "FAIL $1: MPA on the wire without --iwarp"; fail=1
-    fi
-}
-# stop_server NAME: the server must still be running (then it is ended)
-stop_server() {
-    if ! kill -0 "$srv" 2>/dev/null; then
-        echo "FAIL $1: server died"; cat "$tmp/$1.srv"; fail=1
-    fi
-    xs_reap "$srv"; srv=
-}
 
 http_case() {
     name=http-$1; run=${1}_run; port=$(xs_free_port)
