@@ -47,6 +47,8 @@ static int tab_hi; /* above every fd number that ever named a socket (tab_mu) */
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+static void exit_close(void);
+
 static void init_once_fn(void)
 {
 	struct rlimit rl;
@@ -64,6 +66,7 @@ static void init_once_fn(void)
 		tab_n = (int)n;
 	}
 	xsk_config_load();
+	atexit(exit_close);
 }
 
 __attribute__((constructor)) static void xsk_ctor(void)
@@ -1448,6 +1451,29 @@ void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s))
 	}
 }
 
+/* Exec hand-over (xsk_exec.c): each fd number naming a socket, in
+ * increasing order, under the table lock (fn must not call back here). */
+void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg)
+{
+	ensure_init();
+	pthread_mutex_lock(&tab_mu);
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++) {
+		struct xsk *s = atomic_load(&tab[fd].s);
+		if (s)
+			fn(fd, s, arg);
+	}
+	pthread_mutex_unlock(&tab_mu);
+}
+
+int xsk_tab_adopt(int fd, struct xsk *s)
+{
+	ensure_init();
+	if ((unsigned)fd >= (unsigned)tab_n)
+		return -EMFILE;
+	attach_fd(fd, s);
+	return 0;
+}
+
 /* ---- fd management ---------------------------------------------------------------- */
 
 XSK_EXPORT int close(int fd)
@@ -1455,6 +1481,21 @@ XSK_EXPORT int close(int fd)
 	if (lookup(fd) || ((unsigned)fd < (unsigned)tab_n && atomic_load(&tab[fd].ep)))
 		detach_fd(fd);
 	return REAL(close)(fd);
+}
+
+/* exit(3): registered before main, so it runs after the program's own
+ * handlers.  The kernel would close an IWARP socket's TCP connection at
+ * exit with the peer's last control messages unread, which is a reset
+ * that can cost the peer the data it has not read yet: close the sockets
+ * as close(2) does (the rsockets DISCONNECT, then the engine drains until
+ * the peer's FIN: libiwarp's exit wait), after stdio has flushed into
+ * them. */
+static void exit_close(void)
+{
+	fflush(NULL);
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++)
+		if (atomic_load(&tab[fd].s))
+			close(fd);
 }
 
 static void dup_note(int oldfd, int newfd)

@@ -99,6 +99,12 @@ struct xsk_stack {
 	void (*ack_cq_events)(struct ibv_cq *, unsigned int);
 	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
 	int (*set_option)(struct rdma_cm_id *, int, int, void *, size_t);
+	/* exec hand-over (verbs/xs_priv_abi.h; NULL if absent) */
+	int (*export)(struct rdma_cm_id *, uint8_t *, int);
+	void (*export_undo)(struct rdma_cm_id *);
+	struct rdma_cm_id *(*adopt)(struct rdma_event_channel *, void *, int, const uint8_t *);
+	int (*adopt_start)(struct rdma_cm_id *);
+	struct ibv_mr *(*reg_mr_stag)(struct ibv_pd *, void *, size_t, uint64_t, int, uint32_t);
 	/* libiwarp's private fork support (NULL if absent): claim the id's
 	 * connection or listener for this process (0, -EBUSY if another
 	 * process uses it); its standing without claiming (0 ours, 1 shared
@@ -246,6 +252,7 @@ struct xsk {
 	struct ibv_mr *rmr; /* rbuf + target SGL + message buffers */
 	struct ibv_mr *smr;
 	uint8_t *mem; /* one allocation: rbuf | target_sgl | rmsgbuf */
+	uint64_t mem_iova; /* its TO base in rmr (its address, or the old one after an exec) */
 	size_t mem_len;
 	uint8_t *sbuf;
 
@@ -370,6 +377,23 @@ int xsk_svc_add(struct xsk *s);
 /* The socket options the connection's TCP socket gets (xsk_intercept.c):
  * the recorded ones, once the connection exists (s->mu held). */
 void xsk_opts_apply(struct xsk *s);
+
+/* ---- exec hand-over (xsk_exec.c; xsock(7) EXEC) -------------------------------- */
+
+/* Each fd number naming a socket (xsk_intercept.c; table lock held). */
+void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg);
+/* fd names s from now on (the new process). 0 or -EMFILE. */
+int xsk_tab_adopt(int fd, struct xsk *s);
+/* xsk_proto.c, the new process: rebuild s's verbs on the inherited TCP
+ * socket tcpfd with the stream state in wire, the receive memory
+ * registered as the peer knows it (rkey at iova), mem_len octets of it
+ * copied from mem, the send ring's from sbuf and the unread message
+ * lengths from rmsg.  s carries the old process's stream numbers already.
+ * 0 or -errno. */
+struct xsk_rmsg;
+int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey, uint64_t iova,
+		   const uint8_t *mem, const uint8_t *sbuf, const struct xsk_rmsg *rmsg,
+		   unsigned rmsg_cap);
 
 /* ---- signals (xsk_signal.c) -------------------------------------------------- */
 

@@ -195,9 +195,17 @@ void xsk_set_ready(struct xsk *s)
 
 /* ---- posting ------------------------------------------------------------------ */
 
+/* The address (TO) of p in the receive memory as the MR knows it: its own
+ * address, except after an exec hand-over, where the memory is registered
+ * at the old process's addresses (the peer holds them). */
+static uint64_t mem_to(const struct xsk *s, const void *p)
+{
+	return s->mem_iova + (uint64_t)((const uint8_t *)p - s->mem);
+}
+
 static int post_recv(struct xsk *s, unsigned i)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)&s->rmsgbuf[i], .length = 4,
+	struct ibv_sge sge = { .addr = mem_to(s, &s->rmsgbuf[i]), .length = 4,
 			       .lkey = s->rmr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = WR_RECV | i, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -224,7 +232,13 @@ static int post_msg(struct xsk *s, uint32_t msg)
 
 /* ---- resources ----------------------------------------------------------------- */
 
-static int setup_qp(struct xsk *s, const struct xsk_stack *st)
+/* The receive memory as the peer of an adopted connection knows it. */
+struct xsk_adopt_mr {
+	uint32_t rkey;
+	uint64_t iova;
+};
+
+static int setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad)
 {
 	struct ibv_context *ctx = s->id->verbs;
 	uint32_t sgl_off, msg_off;
@@ -256,8 +270,13 @@ static int setup_qp(struct xsk *s, const struct xsk_stack *st)
 	s->rbuf = s->mem;
 	s->target_sgl = (volatile struct rs_sge_h *)(void *)(s->mem + sgl_off);
 	s->rmsgbuf = (uint32_t *)(void *)(s->mem + msg_off);
-	s->rmr = st->reg_mr(s->pd, s->mem, s->mem_len,
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	s->mem_iova = ad ? ad->iova : (uintptr_t)s->mem;
+	if (ad)
+		s->rmr = st->reg_mr_stag(s->pd, s->mem, s->mem_len, ad->iova,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, ad->rkey);
+	else
+		s->rmr = st->reg_mr(s->pd, s->mem, s->mem_len,
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!s->rmr)
 		return -(errno ? errno : ENOMEM);
 	s->sbuf = malloc(s->sbuf_size);
@@ -290,6 +309,8 @@ static int setup_qp(struct xsk *s, const struct xsk_stack *st)
 	if (rc)
 		return -rc;
 	s->cq_armed = true;
+	if (ad)
+		return 0; /* the ring goes on where the old process left it */
 
 	/* receive ring: the first half goes out in the connection data */
 	s->rbuf_offset = 0;
@@ -301,15 +322,53 @@ static int setup_qp(struct xsk *s, const struct xsk_stack *st)
 	return 0;
 }
 
+int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey, uint64_t iova,
+		   const uint8_t *mem, const uint8_t *sbuf, const struct xsk_rmsg *rmsg,
+		   unsigned rmsg_cap)
+{
+	const struct xsk_stack *st = xsk_stack();
+	struct xsk_adopt_mr ad = { .rkey = rkey, .iova = iova };
+	size_t mem_len = s->mem_len;
+	int rc;
+
+	if (!st)
+		return -ENOSYS;
+	if (!st->adopt || !st->adopt_start || !st->reg_mr_stag)
+		return -EOPNOTSUPP;
+	rc = xsk_make_fds(s);
+	if (!rc)
+		rc = make_channel(s, st);
+	if (rc)
+		return rc;
+	s->id = st->adopt(s->ch, s, tcpfd, wire);
+	if (!s->id)
+		return -(errno ? errno : ENOMEM);
+	rc = setup_qp(s, st, &ad);
+	if (rc)
+		return rc;
+	if (s->mem_len != mem_len)
+		return -EINVAL; /* another ring layout: not the same libxsock */
+	if (s->rmsg_cap != rmsg_cap)
+		return -EINVAL;
+	memcpy(s->mem, mem, mem_len);
+	memcpy(s->sbuf, sbuf, s->sbuf_size);
+	memcpy(s->rmsg, rmsg, rmsg_cap * sizeof(*rmsg));
+	rc = st->adopt_start(s->id);
+	if (rc)
+		return rc;
+	xsk_progress(s);
+	return 0;
+}
+
 static void local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN])
 {
 	struct rs_conn c = {
 		.version = RS_VERSION,
 		.flags = host_is_be() ? RS_CONN_FLAG_NET : 0,
 		.credits = s->rq_size,
-		.target_sgl = { .addr = (uintptr_t)s->target_sgl, .key = s->rmr->rkey,
+		.target_sgl = { .addr = mem_to(s, (const void *)s->target_sgl), .key = s->rmr->rkey,
 				.length = RS_SGL_SIZE },
-		.data_buf = { .addr = (uintptr_t)s->rbuf, .key = s->rmr->rkey,
+		.data_buf = { .addr = mem_to(s, s->rbuf), .key = s->rmr->rkey,
 			      .length = s->rbuf_size / 2 },
 	};
 	rs_conn_encode(&c, out);
@@ -393,7 +452,7 @@ static void give_credits(struct xsk *s)
 		return;
 	s->rseq_comp = (uint16_t)(s->rseq_no + s->rq_size / 2);
 	if (buf) {
-		struct rs_sge_h sge = { .addr = (uintptr_t)(s->rbuf + s->rbuf_free_offset),
+		struct rs_sge_h sge = { .addr = mem_to(s, s->rbuf + s->rbuf_free_offset),
 					.key = s->rmr->rkey, .length = half };
 		if (s->swap) {
 			sge.addr = __builtin_bswap64(sge.addr);
@@ -619,7 +678,7 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
 		if (s->state != XSK_CONNECTING)
 			break;
-		int rc = setup_qp(s, st);
+		int rc = setup_qp(s, st, NULL);
 		if (rc) {
 			fail_connect(s, -rc);
 			break;
@@ -805,7 +864,7 @@ static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_
 	if (xsk_make_fds(c) || make_channel(c, st) || st->migrate_id(id, c->ch))
 		goto refuse_free;
 	c->state = XSK_CONNECTING;
-	rc = setup_qp(c, st);
+	rc = setup_qp(c, st, NULL);
 	if (rc)
 		goto refuse_free;
 	local_conn(c, cd);

@@ -147,6 +147,11 @@ static void stack_init_once(void)
 	*(void **)&stack.comp_take = dlsym(h, "xsock_priv_comp_take");
 	*(void **)&stack.cq_arm = dlsym(h, "xsock_priv_cq_arm");
 	*(void **)&stack.poll_cq = dlsym(h, "xsock_priv_poll_cq");
+	*(void **)&stack.export = dlsym(h, "xsock_priv_export");
+	*(void **)&stack.export_undo = dlsym(h, "xsock_priv_export_undo");
+	*(void **)&stack.adopt = dlsym(h, "xsock_priv_adopt");
+	*(void **)&stack.adopt_start = dlsym(h, "xsock_priv_adopt_start");
+	*(void **)&stack.reg_mr_stag = dlsym(h, "xsock_priv_reg_mr_stag");
 	void (*fork_init)(void);
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

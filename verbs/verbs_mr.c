@@ -132,11 +132,12 @@ static bool mr_remove(struct xs_mr *m)
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |             \
 	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
-XS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-					  uint64_t iova, unsigned int access)
+/* want: the STag to use (0: a random one) */
+static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			     unsigned int access, uint32_t want)
 {
 	struct xs_mr *m;
-	uint32_t stag;
+	uint32_t stag = want;
 
 	if (!pd || !length || length > XS_MAX_MR_SIZE || (access & ~(unsigned)XS_ACCESS_ALL) ||
 	    (access & IBV_ACCESS_REMOTE_ATOMIC) || (access & IBV_ACCESS_ZERO_BASED)) {
@@ -165,14 +166,20 @@ XS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 		errno = ENOMEM;
 		return NULL;
 	}
-	do {
+	if (want && (want < 256 || mr_lookup(want))) {
+		pthread_rwlock_unlock(&mr_lock);
+		free(m);
+		errno = EEXIST;
+		return NULL;
+	}
+	while (!want && (stag < 256 || mr_lookup(stag))) {
 		if (RAND_bytes((unsigned char *)&stag, sizeof(stag)) != 1) {
 			pthread_rwlock_unlock(&mr_lock);
 			free(m);
 			errno = EAGAIN;
 			return NULL;
 		}
-	} while (stag < 256 || mr_lookup(stag));
+	}
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
 	m->mr.addr = addr;
@@ -190,6 +197,22 @@ XS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 	}
 	pthread_rwlock_unlock(&mr_lock);
 	return &m->mr;
+}
+
+XS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					  uint64_t iova, unsigned int access)
+{
+	return mr_reg(pd, addr, length, iova, access, 0);
+}
+
+struct ibv_mr *xs_mr_reg_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			      unsigned access, uint32_t stag)
+{
+	if (!stag) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return mr_reg(pd, addr, length, iova, access, stag);
 }
 
 XS_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)

@@ -189,6 +189,14 @@ struct xs_conn {
 	int fork_next; /* the mode the fork being prepared gives it */
 	_Atomic int *share; /* owner pid in a MAP_SHARED arena, 0 = unclaimed */
 	struct xs_arena *arena;
+
+	/* exec hand-over (xsock(7) EXEC): exported (rx_mu and the tx side
+	 * held for the execve), or adopted (the untagged queues' MSNs to
+	 * start from when the QP attaches) */
+	bool exported;
+	pthread_t export_thread;
+	bool adopted;
+	uint32_t adopt_rx_msn[3];
 };
 
 enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8, CMD_FIN = 16 };
@@ -2016,14 +2024,23 @@ static void *engine_main(void *arg)
 
 /* ---- public (internal) API --------------------------------------------------- */
 
+/* The thread that exported c holds rx_mu until its execve: the receives
+ * libxsock reposts while it records the stream state need no more. */
+static bool rx_held_by_export(const struct xs_conn *c)
+{
+	return c->exported && pthread_equal(c->export_thread, pthread_self());
+}
+
 void xs_conn_rx_lock(struct xs_conn *c)
 {
-	pthread_mutex_lock(&c->rx_mu);
+	if (!rx_held_by_export(c))
+		pthread_mutex_lock(&c->rx_mu);
 }
 
 void xs_conn_rx_unlock(struct xs_conn *c)
 {
-	pthread_mutex_unlock(&c->rx_mu);
+	if (!rx_held_by_export(c))
+		pthread_mutex_unlock(&c->rx_mu);
 }
 
 int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
@@ -2036,6 +2053,12 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 		pthread_mutex_lock(&c->rx_mu);
 	c->ops = ops;
 	c->qp = qp;
+	if (c->adopted) {
+		/* posted buffers are numbered from msn_head on */
+		q_send->msn_head = c->adopt_rx_msn[0];
+		q_readreq->msn_head = c->adopt_rx_msn[1];
+		q_term->msn_head = c->adopt_rx_msn[2];
+	}
 	ddp_rx_add_queue(&c->rx.ddp, q_send);
 	ddp_rx_add_queue(&c->rx.ddp, q_readreq);
 	c->q_readreq = q_readreq;
@@ -2366,6 +2389,144 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
  * Anything else (a handshake in progress, a connection another thread is
  * using at this moment, a closed one) stays with the parent: FOREIGN in the
  * child. */
+
+/* ---- exec hand-over (xsock(7) EXEC) ---------------------------------------------- */
+
+/* Between FPDUs, and no untagged message half placed (rx_mu held). */
+static bool rx_at_boundary(const struct xs_conn *c)
+{
+	const struct mpa_rx *m = &c->rx.mpa;
+
+	if (m->state != MPA_RX_HDR || m->fld_len || m->mk_len || m->in_fpdu)
+		return false;
+	for (unsigned qn = 0; qn < 3; qn++) {
+		const struct ddp_queue *q = c->rx.ddp.queues[qn];
+		if (q && q->count && q->ring[q->head].placed)
+			return false;
+	}
+	return true;
+}
+
+static void export_tx_release(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->tx_mu);
+	c->tx_busy = false;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+}
+
+int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
+{
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+
+	if (xs_conn_claim(c) < 0)
+		return -EBUSY;
+	/* transmit: no FPDU half written, no Read Response queued; then the
+	 * side is ours (posters wait for it) */
+	pthread_mutex_lock(&c->tx_mu);
+	while ((c->tx_busy || c->rr_count) && !atomic_load(&c->dead)) {
+		struct timespec ts;
+		if (now_ms() >= end) {
+			pthread_mutex_unlock(&c->tx_mu);
+			return -ETIMEDOUT;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->tx_cv, &c->tx_mu, &ts);
+	}
+	if (atomic_load(&c->dead) || atomic_load(&c->fin_sent)) {
+		pthread_mutex_unlock(&c->tx_mu);
+		return -EPIPE;
+	}
+	c->tx_busy = true;
+	pthread_mutex_unlock(&c->tx_mu);
+	/* receive: up to the next FPDU boundary on this thread (the peer
+	 * writes whole FPDUs, so this is at most the rest of one) */
+	for (;;) {
+		pthread_mutex_lock(&c->rx_mu);
+		if (c->state != CONN_ESTABLISHED || atomic_load(&c->dead) || c->rx_defer ||
+		    atomic_load(&c->rx_app_eof))
+			break;
+		if (rx_at_boundary(c))
+			goto stopped;
+		conn_receive_locked(c, 1u << 16, false);
+		if (c->state == CONN_ESTABLISHED && !c->rx_defer && rx_at_boundary(c))
+			goto stopped;
+		pthread_mutex_unlock(&c->rx_mu);
+		if (now_ms() >= end) {
+			export_tx_release(c);
+			return -ETIMEDOUT;
+		}
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		poll(&p, 1, 10);
+	}
+	pthread_mutex_unlock(&c->rx_mu);
+	export_tx_release(c);
+	return -EPIPE;
+stopped:
+	memset(w, 0, sizeof(*w));
+	w->agreed = c->agreed;
+	w->tx_pos = c->tx.mpa.pos;
+	w->rx_pos = c->rx.mpa.pos;
+	memcpy(w->tx_msn, c->tx.msn, sizeof(w->tx_msn));
+	for (unsigned qn = 0; qn < 3; qn++)
+		w->rx_msn[qn] = c->rx.ddp.queues[qn] ? c->rx.ddp.queues[qn]->msn_head : 1;
+	/* the copy that survives execve (the engine's is close-on-exec) */
+	int fd = fcntl(c->fd, F_DUPFD, 3);
+	if (fd < 0) {
+		int e = errno;
+		pthread_mutex_unlock(&c->rx_mu);
+		export_tx_release(c);
+		return -e;
+	}
+	c->export_thread = pthread_self();
+	c->exported = true; /* rx_mu stays held until execve or the undo */
+	return fd;
+}
+
+void xs_conn_export_undo(struct xs_conn *c)
+{
+	if (!c->exported)
+		return;
+	c->exported = false;
+	pthread_mutex_unlock(&c->rx_mu);
+	export_tx_release(c);
+	conn_command(c, CMD_ARM); /* what came meanwhile */
+}
+
+struct xs_conn *xs_conn_adopt(int fd, const struct xs_conn_wire *w)
+{
+	int rc = engine_get();
+	int one = 1, fl;
+
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return NULL;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct xs_conn *c = conn_new(fd);
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->refs++; /* the owner's */
+	c->agreed = w->agreed;
+	stream_setup(c);
+	c->tx.mpa.pos = w->tx_pos;
+	memcpy(c->tx.msn, w->tx_msn, sizeof(c->tx.msn));
+	mpa_rx_reset_at(&c->rx.mpa, w->rx_pos);
+	c->adopted = true;
+	memcpy(c->adopt_rx_msn, w->rx_msn, sizeof(c->adopt_rx_msn));
+	c->state = CONN_ACCEPTED;
+	return c;
+}
 
 int xs_conn_claim(struct xs_conn *c)
 {

@@ -27,6 +27,7 @@
 #include "mpa/mpa.h"
 
 struct rdma_cm_id;
+struct rdma_event_channel;
 
 #define XS_EXPORT __attribute__((visibility("default")))
 
@@ -204,6 +205,41 @@ void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx);
 void xs_conn_disconnect(struct xs_conn *c);
 /* Drop the owner's reference (after disconnect or on destroy). */
 void xs_conn_put(struct xs_conn *c);
+
+/* ---- exec hand-over (xs_engine.c, used by xs_handover.c; xsock(7) EXEC) --- */
+
+/* What a connection's stream is at an FPDU boundary: all a new process
+ * needs to go on with it over the same TCP socket. */
+struct xs_conn_wire {
+	struct mpa_agreed agreed;
+	uint32_t tx_pos, rx_pos; /* MPA stream positions (Markers) */
+	uint32_t tx_msn[3]; /* next MSN we send per untagged queue */
+	uint32_t rx_msn[3]; /* next MSN we expect per untagged queue */
+};
+/* Application thread, before execve: stop the connection where its stream
+ * is at an FPDU boundary both ways (receiving on this thread, bounded by
+ * timeout_ms, if the peer's FPDU is half in), and keep it stopped: the
+ * engine neither receives nor sends on it until xs_conn_export_undo.  A
+ * duplicate of its TCP socket without close-on-exec, with *w filled, or
+ * -ETIMEDOUT, -EPIPE (the stream is over), -EBUSY (another process owns
+ * it). */
+int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms);
+void xs_conn_export_undo(struct xs_conn *c); /* execve failed: go on */
+/* The new process: a connection on the inherited TCP socket fd, past its
+ * handshake (CONN_ACCEPTED), whose stream goes on from w once a QP
+ * attaches (xs_qp_bind_conn).  NULL with errno set. */
+struct xs_conn *xs_conn_adopt(int fd, const struct xs_conn_wire *w);
+
+/* cm.c: an id on channel ch (NULL: its own) for an adopted connection,
+ * and the start of its stream once the application created its QP (no
+ * ESTABLISHED event: the connection was established before the execve).
+ * NULL with errno / 0 or -errno. */
+struct rdma_cm_id *xs_cm_adopt(struct rdma_event_channel *ch, void *context, struct xs_conn *conn);
+int xs_cm_adopt_start(struct rdma_cm_id *id);
+/* verbs_mr.c: register with a given STag (and TO base iova): the peer of an
+ * adopted connection holds it.  NULL with errno EEXIST if it is in use. */
+struct ibv_mr *xs_mr_reg_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			      unsigned access, uint32_t stag);
 
 /* ---- handshakes (xs_engine.c, used by cm.c) -------------------------------- */
 

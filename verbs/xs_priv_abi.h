@@ -4,6 +4,9 @@
 #ifndef XS_PRIV_ABI_H
 #define XS_PRIV_ABI_H
 
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 /* The mixed listener (xsock(7) MIXED LISTENER).  Called on a listening
@@ -20,5 +23,28 @@
 int xsock_priv_listen_mixed(struct rdma_cm_id *id);
 
 #define XSOCK_CM_EVENT_PLAIN 0x7870 /* not an rdma_cm_event_type: "xp" */
+
+/* Exec hand-over (xsock(7) EXEC; verbs/xs_handover.c).  The stream state
+ * of an established connection travels as XSOCK_WIRE_LEN opaque octets
+ * (the same libiwarp on both sides of the execve).
+ *
+ * xsock_priv_export: before execve, on the thread that calls it: stop the
+ * id's connection at an FPDU boundary both ways (bounded by timeout_ms)
+ * and keep it stopped; returns a duplicate of its TCP socket without
+ * close-on-exec (wire filled), or -errno (-ETIMEDOUT, -EPIPE, -EBUSY).
+ * xsock_priv_export_undo: the execve failed; the connection goes on.
+ * xsock_priv_adopt: the new process: an id on ch for the TCP socket fd and
+ * the wire state (NULL, errno set); the caller creates the PD, CQ, QP (with
+ * rdma_create_qp), registers the peer's STags with xsock_priv_reg_mr_stag,
+ * posts its receives, then calls xsock_priv_adopt_start (0 or -errno):
+ * the stream goes on with no CM event. */
+#define XSOCK_WIRE_LEN 128
+int xsock_priv_export(struct rdma_cm_id *id, uint8_t wire[XSOCK_WIRE_LEN], int timeout_ms);
+void xsock_priv_export_undo(struct rdma_cm_id *id);
+struct rdma_cm_id *xsock_priv_adopt(struct rdma_event_channel *ch, void *context, int fd,
+				    const uint8_t wire[XSOCK_WIRE_LEN]);
+int xsock_priv_adopt_start(struct rdma_cm_id *id);
+struct ibv_mr *xsock_priv_reg_mr_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				      int access, uint32_t stag);
 
 #endif
