@@ -1,0 +1,70 @@
+#!/bin/sh
+# The exec hand-over (xsock(7) EXEC), with tests/xsock-exec-check, a plain
+# sockets program under `xsock-run --iwarp`:
+#   inetd: accept, fork, greet, dup2 the connection onto stdin/stdout and
+#     exec the echo service (3 connections, 1 MB each echoed and checked;
+#     the client sends at once, so data waits in the old process's ring);
+#   a chain of two execs (env, then the service);
+#   reexec: a client execs itself (no fork) and goes on with its socket;
+#   a service exec'ed WITHOUT libxsock: its first read fails with
+#     ECONNRESET (never a hang, never MPA framing as data).
+# With tcpdump and root, the capture shows the MPA handshake.
+set -u
+. "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
+[ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
+chk=${XS_TOP_BUILDDIR:-.}/tests/xsock-exec-check
+[ -x "$chk" ] || { echo "FAIL: $chk missing"; exit 99; }
+xs_scratch
+xs_capture_ok "the transfers"
+
+# case NAME CLIENTS BYTES SERVICE...: inetd under iwarp_run, CLIENTS clients
+case_inetd() {
+    name=$1; n=$2; bytes=$3; shift 3
+    port=$(xs_free_port)
+    capture_begin "$name" "$port"
+    iwarp_run timeout 60 "$chk" inetd "$port" "$n" "$@" >"$tmp/$name.srv" 2>&1 &
+    srv=$!
+    xs_wait_listen "$port" || { echo "FAIL $name: no listener"; fail=1; }
+    i=0
+    while [ $i -lt "$n" ]; do
+        if ! iwarp_run timeout 30 "$chk" client "$port" "$bytes" >"$tmp/$name.cli" 2>&1; then
+            echo "FAIL $name: client $i"; cat "$tmp/$name.cli"; fail=1
+        else
+            cat "$tmp/$name.cli"
+        fi
+        i=$((i + 1))
+    done
+    wait "$srv"; rc=$?; srv=
+    capture_end "$name" iwarp
+    [ "$rc" = 0 ] || { echo "FAIL $name: inetd exit $rc"; cat "$tmp/$name.srv"; fail=1; }
+}
+
+case_inetd inetd 3 1000000 "$chk" echo
+case_inetd chain 1 300000 env XSOCK_X=1 "$chk" echo
+
+# reexec: no fork, the same process image replaced
+port=$(xs_free_port)
+iwarp_run timeout 60 "$chk" inetd "$port" 1 "$chk" echo >"$tmp/re.srv" 2>&1 &
+srv=$!
+xs_wait_listen "$port"
+if iwarp_run timeout 30 "$chk" reexec "$port" >"$tmp/re.cli" 2>&1; then
+    cat "$tmp/re.cli"
+else
+    echo "FAIL reexec"; cat "$tmp/re.cli"; fail=1
+fi
+wait "$srv"; srv=
+
+# without libxsock: a clear failure on first use, within the timeout
+port=$(xs_free_port)
+iwarp_run timeout 60 "$chk" inetd "$port" 1 env -u LD_PRELOAD "$chk" echo >"$tmp/no.srv" 2>&1 &
+srv=$!
+xs_wait_listen "$port"
+iwarp_run timeout 30 "$chk" client "$port" 1000 >"$tmp/no.cli" 2>&1
+crc=$?
+wait "$srv"; srv=
+if grep -q "echo: read: Connection reset by peer" "$tmp/no.srv" && [ "$crc" != 124 ]; then
+    echo "without libxsock: the service's first read failed: $(grep 'echo: read' "$tmp/no.srv")"
+else
+    echo "FAIL without libxsock: no clear failure (client exit $crc)"; cat "$tmp/no.srv" "$tmp/no.cli"; fail=1
+fi
+exit $fail
