@@ -779,6 +779,7 @@ static void acceptq_push(struct xsk *l, struct xsk *c)
 		l->acceptq = c;
 	l->acceptq_tail = c;
 	l->acceptq_len++;
+	l->acceptq_seq++;
 }
 
 static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_cm_event *ev)
