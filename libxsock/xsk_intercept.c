@@ -1609,6 +1609,26 @@ XSK_EXPORT int fstat64(int fd, struct stat64 *st)
 	return stat_fix(fd, real_fstat64(fd, st), (struct stat *)st);
 }
 
+/* FIONBIO on any IWARP socket, also one not yet connected or listening
+ * (anet sets it before listen): the kernel's flag on the fd, and ours,
+ * which connect, accept and the data calls obey. */
+static int set_fionbio(int fd, void *arg)
+{
+	struct xsk *s = sk_get(fd);
+	int rc = REAL(ioctl)(fd, FIONBIO, arg);
+
+	if (s && rc == 0) {
+		int v = 0;
+		memcpy(&v, arg, sizeof(v));
+		pthread_mutex_lock(&s->mu);
+		s->nonblock = v != 0;
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (s)
+		sk_put(s);
+	return rc;
+}
+
 XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
@@ -1618,6 +1638,8 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (req == FIONBIO && lookup(fd))
+		return set_fionbio(fd, arg);
 	s = data_sock(fd);
 	if (!s)
 		return REAL(ioctl)(fd, req, arg);
@@ -1630,12 +1652,6 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 			memcpy(arg, &v, sizeof(v));
 		else
 			rc = (int)fail(EFAULT);
-	} else if (req == FIONBIO) {
-		int v = 0;
-		if (arg)
-			memcpy(&v, arg, sizeof(v));
-		s->nonblock = v != 0;
-		rc = xsk_real.ioctl(fd, req, arg);
 	} else {
 		rc = (int)fail(ENOTTY);
 	}

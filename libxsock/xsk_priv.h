@@ -240,6 +240,7 @@ struct xsk {
 	int plain_fd;
 	struct xsk *acceptq, *acceptq_tail; /* listener: established children */
 	int acceptq_len;
+	unsigned acceptq_seq; /* connections queued so far (EPOLLET edges) */
 
 	/* verbs */
 	struct ibv_pd *pd;
@@ -322,6 +323,7 @@ struct xsk_epreg {
 	uint32_t et_events;
 	uint16_t et_rseq;
 	uint32_t et_tail;
+	unsigned et_acc;
 };
 
 /* EPOLLET on an IWARP socket (xsk_epoll_et.c): true if got (the events the

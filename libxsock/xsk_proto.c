@@ -732,11 +732,19 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 	}
 }
 
+/* A listener sets up each child here (QP, ring, MPA Reply) with its lock
+ * held, which a non-blocking accept() waits for: a few per call, so that
+ * a burst of clients never holds it long (the channel stays readable for
+ * the service thread and the application's wait while events remain). */
+#define XSK_CM_BATCH 2
+
 static void drain_cm(struct xsk *s, const struct xsk_stack *st)
 {
 	struct rdma_cm_event *ev;
+	int n = 0;
 
-	while (s->ch && st->get_cm_event(s->ch, &ev) == 0) {
+	while (s->ch && (s->state != XSK_LISTENING || n++ < XSK_CM_BATCH) &&
+	       st->get_cm_event(s->ch, &ev) == 0) {
 		cm_event(s, st, ev);
 		st->ack_cm_event(ev);
 	}
@@ -838,6 +846,7 @@ static void acceptq_push(struct xsk *l, struct xsk *c)
 		l->acceptq = c;
 	l->acceptq_tail = c;
 	l->acceptq_len++;
+	l->acceptq_seq++;
 }
 
 static void child_accept(struct xsk *l, const struct xsk_stack *st, struct rdma_cm_event *ev)
