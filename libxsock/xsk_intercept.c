@@ -1433,9 +1433,36 @@ void xsk_tab_fork_prepare(void)
 	pthread_mutex_lock(&tab_mu);
 }
 
-void xsk_tab_fork_parent(void)
+void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 {
+	struct xsk **ls = NULL;
+	int n = 0, cap = 0;
+
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++) {
+		struct xsk *s = atomic_load(&tab[fd].s), **m;
+		bool seen = false;
+		if (!s || s->state != XSK_LISTENING)
+			continue;
+		for (int i = 0; i < n; i++)
+			seen |= ls[i] == s; /* dup'ed */
+		if (seen)
+			continue;
+		if (n == cap) {
+			m = realloc(ls, (size_t)(cap ? 2 * cap : 8) * sizeof(*ls));
+			if (!m)
+				break;
+			ls = m;
+			cap = cap ? 2 * cap : 8;
+		}
+		ls[n++] = s;
+		s->refs++;
+	}
 	pthread_mutex_unlock(&tab_mu);
+	for (int i = 0; i < n; i++) {
+		fn(ls[i]);
+		sk_put(ls[i]);
+	}
+	free(ls);
 }
 
 void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s))

@@ -105,6 +105,8 @@ struct xsk_stack {
 	 * and unclaimed, 2 another process's) */
 	int (*claim)(struct rdma_cm_id *);
 	int (*fork_mode)(struct rdma_cm_id *);
+	/* a listener accepts nothing here until claimed again (0, -EINVAL) */
+	int (*release)(struct rdma_cm_id *);
 	/* an option on the id's TCP connection, or an abortive close (op:
 	 * XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT); 0 or -errno
 	 * (NULL if absent) */
@@ -435,7 +437,9 @@ void xsk_svc_fork_prepare(void);
 void xsk_svc_fork_parent(void);
 void xsk_svc_fork_child(void);
 void xsk_tab_fork_prepare(void);
-void xsk_tab_fork_parent(void);
+/* The parent: unlock the table, then call fn once per listener (s->mu not
+ * held, a reference held). */
+void xsk_tab_fork_parent(void (*fn)(struct xsk *s));
 /* The child: re-initialise the table lock; call fn once per fd number
  * naming a socket (in increasing order). */
 void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s));

@@ -2399,6 +2399,17 @@ int xs_conn_fork_mode(struct xs_conn *c)
 	return m;
 }
 
+/* The parent of a fork gives its listener up like the child (libxsock's
+ * listeners, xsock_priv_release): a process that does not use it after the
+ * fork (nginx's master) must not take connections nobody there accepts. */
+void xs_listener_release(struct xs_listener *l)
+{
+	pthread_mutex_lock(&eng.mu);
+	if (!l->closing)
+		l->fork_dormant = true; /* an armed poll completes into nothing */
+	pthread_mutex_unlock(&eng.mu);
+}
+
 void xs_listener_claim(struct xs_listener *l)
 {
 	bool wake = false;
