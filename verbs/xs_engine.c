@@ -27,6 +27,7 @@
 #include "util/xs_be.h"
 #include "util/xs_iov.h"
 #include "verbs/xs_internal.h"
+#include "verbs/xs_priv_abi.h"
 
 enum conn_state {
 	CONN_CONNECTING, /* initiator: TCP connect in progress */
@@ -2322,7 +2323,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		return rc;
 	if (prefs->pdata_len > MPA_PD_MAX - MPA_IRDORD_LEN)
 		return -EINVAL;
-	int fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = xsock_fd_high(socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	int one = 1;
