@@ -24,7 +24,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1222,6 +1221,12 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	}
 }
 
+/* write()'s send for sendfile (xsk_sendfile.c). */
+ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	return sk_send(s, iov, cnt, flags);
+}
+
 #define RECV_WRAP(s_, iov_, cnt_, flags_)              \
 	do {                                           \
 		ssize_t r_ = sk_recv(s_, iov_, cnt_, flags_); \
@@ -1382,48 +1387,6 @@ XSK_EXPORT int shutdown(int fd, int how)
 	pthread_mutex_unlock(&s->mu);
 	sk_put(s);
 	return rc ? (int)fail(-rc) : 0;
-}
-
-XSK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
-{
-	static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
-	struct xsk *s = data_sock(out);
-	uint8_t buf[65536];
-	size_t done = 0;
-
-	if (!s) {
-		if (!real_sendfile)
-			*(void **)&real_sendfile = dlsym(RTLD_NEXT, "sendfile");
-		return real_sendfile(out, in, off, count);
-	}
-	while (done < count) {
-		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
-		ssize_t n = off ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
-		if (n < 0) {
-			if (!done) {
-				sk_put(s);
-				return -1;
-			}
-			break;
-		}
-		if (n == 0)
-			break;
-		struct iovec v = { buf, (size_t)n };
-		ssize_t w = sk_send(s, &v, 1, 0);
-		if (w < 0) {
-			sk_put(s);
-			return done ? (ssize_t)done : -1;
-		}
-		if (off)
-			*off += w;
-		else if (w < n)
-			lseek(in, w - n, SEEK_CUR);
-		done += (size_t)w;
-		if (w < n)
-			break;
-	}
-	sk_put(s);
-	return (ssize_t)done;
 }
 
 /* ---- fork (xsk_fork.c) ---- */

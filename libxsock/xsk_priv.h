@@ -373,6 +373,11 @@ int xsk_svc_add(struct xsk *s);
  * the recorded ones, once the connection exists (s->mu held). */
 void xsk_opts_apply(struct xsk *s);
 
+/* The blocking send of write(2) and send(2) (SO_SNDTIMEO, signals,
+ * O_NONBLOCK; SIGPIPE unless MSG_NOSIGNAL): the count sent, or -1 with
+ * errno set (xsk_intercept.c; s->mu not held). */
+ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags);
+
 /* ---- signals (xsk_signal.c) -------------------------------------------------- */
 
 /* What the application's signal handlers did on this thread: counts of
