@@ -6,7 +6,8 @@
  *   prepare  the service thread and the fd table are locked (registered
  *            after libiwarp's handlers, so this runs before its prepare);
  *   parent   xsk_fork_gen moves on: each socket claims its connection on
- *            its next use (xsk_progress);
+ *            its next use (xsk_progress); a listener, released, accepts
+ *            again at that use too (parent_listener);
  *   child    the same, and every IWARP socket gets files of its own: the
  *            application's fd number (an epoll instance the parent shares)
  *            is replaced by a new epoll fd holding the socket's channels
@@ -170,10 +171,27 @@ static void fork_prepare(void)
 	xsk_tab_fork_prepare();
 }
 
+/* The parent's listener accepts nothing until the parent uses it again
+ * (a pre-fork server's master never does: connections its engine took
+ * would wait there forever).  A thread of ours already waiting on it is
+ * woken to claim it back (its next look, xsk_fork_use). */
+static void parent_listener(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->state == XSK_LISTENING && !s->foreign && s->id && st && st->release &&
+	    st->release(s->id) == 0 && s->ready_fd >= 0 && !s->ready_set &&
+	    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
+		s->ready_set = true; /* cleared by its next look */
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void fork_parent(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
-	xsk_tab_fork_parent();
+	xsk_tab_fork_parent(parent_listener);
 	xsk_svc_fork_parent();
 }
 

@@ -24,7 +24,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1225,6 +1224,12 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	}
 }
 
+/* write()'s send for sendfile (xsk_sendfile.c). */
+ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	return sk_send(s, iov, cnt, flags);
+}
+
 #define RECV_WRAP(s_, iov_, cnt_, flags_)              \
 	do {                                           \
 		ssize_t r_ = sk_recv(s_, iov_, cnt_, flags_); \
@@ -1387,48 +1392,6 @@ XSK_EXPORT int shutdown(int fd, int how)
 	return rc ? (int)fail(-rc) : 0;
 }
 
-XSK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
-{
-	static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
-	struct xsk *s = data_sock(out);
-	uint8_t buf[65536];
-	size_t done = 0;
-
-	if (!s) {
-		if (!real_sendfile)
-			*(void **)&real_sendfile = dlsym(RTLD_NEXT, "sendfile");
-		return real_sendfile(out, in, off, count);
-	}
-	while (done < count) {
-		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
-		ssize_t n = off ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
-		if (n < 0) {
-			if (!done) {
-				sk_put(s);
-				return -1;
-			}
-			break;
-		}
-		if (n == 0)
-			break;
-		struct iovec v = { buf, (size_t)n };
-		ssize_t w = sk_send(s, &v, 1, 0);
-		if (w < 0) {
-			sk_put(s);
-			return done ? (ssize_t)done : -1;
-		}
-		if (off)
-			*off += w;
-		else if (w < n)
-			lseek(in, w - n, SEEK_CUR);
-		done += (size_t)w;
-		if (w < n)
-			break;
-	}
-	sk_put(s);
-	return (ssize_t)done;
-}
-
 /* ---- fork (xsk_fork.c) ---- */
 
 void xsk_tab_fork_prepare(void)
@@ -1436,9 +1399,36 @@ void xsk_tab_fork_prepare(void)
 	pthread_mutex_lock(&tab_mu);
 }
 
-void xsk_tab_fork_parent(void)
+void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 {
+	struct xsk **ls = NULL;
+	int n = 0, cap = 0;
+
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++) {
+		struct xsk *s = atomic_load(&tab[fd].s), **m;
+		bool seen = false;
+		if (!s || s->state != XSK_LISTENING)
+			continue;
+		for (int i = 0; i < n; i++)
+			seen |= ls[i] == s; /* dup'ed */
+		if (seen)
+			continue;
+		if (n == cap) {
+			m = realloc(ls, (size_t)(cap ? 2 * cap : 8) * sizeof(*ls));
+			if (!m)
+				break;
+			ls = m;
+			cap = cap ? 2 * cap : 8;
+		}
+		ls[n++] = s;
+		s->refs++;
+	}
 	pthread_mutex_unlock(&tab_mu);
+	for (int i = 0; i < n; i++) {
+		fn(ls[i]);
+		sk_put(ls[i]);
+	}
+	free(ls);
 }
 
 void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s))

@@ -111,6 +111,8 @@ struct xsk_stack {
 	 * and unclaimed, 2 another process's) */
 	int (*claim)(struct rdma_cm_id *);
 	int (*fork_mode)(struct rdma_cm_id *);
+	/* a listener accepts nothing here until claimed again (0, -EINVAL) */
+	int (*release)(struct rdma_cm_id *);
 	/* an option on the id's TCP connection, or an abortive close (op:
 	 * XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT); 0 or -errno
 	 * (NULL if absent) */
@@ -397,6 +399,11 @@ int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey,
 		   const uint8_t *mem, const uint8_t *sbuf, const struct xsk_rmsg *rmsg,
 		   unsigned rmsg_cap);
 
+/* The blocking send of write(2) and send(2) (SO_SNDTIMEO, signals,
+ * O_NONBLOCK; SIGPIPE unless MSG_NOSIGNAL): the count sent, or -1 with
+ * errno set (xsk_intercept.c; s->mu not held). */
+ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags);
+
 /* ---- signals (xsk_signal.c) -------------------------------------------------- */
 
 /* What the application's signal handlers did on this thread: counts of
@@ -461,7 +468,9 @@ void xsk_svc_fork_prepare(void);
 void xsk_svc_fork_parent(void);
 void xsk_svc_fork_child(void);
 void xsk_tab_fork_prepare(void);
-void xsk_tab_fork_parent(void);
+/* The parent: unlock the table, then call fn once per listener (s->mu not
+ * held, a reference held). */
+void xsk_tab_fork_parent(void (*fn)(struct xsk *s));
 /* The child: re-initialise the table lock; call fn once per fd number
  * naming a socket (in increasing order). */
 void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s));

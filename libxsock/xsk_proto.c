@@ -155,10 +155,10 @@ int xsk_make_fds(struct xsk *s)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return -errno;
-	s->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->ready_fd = xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (s->ready_fd < 0)
 		return -errno;
-	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->wake_fd = xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	if (s->wake_fd < 0)
 		return -errno;
 	return ep_add(s, s->ready_fd);

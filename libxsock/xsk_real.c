@@ -139,6 +139,7 @@ static void stack_init_once(void)
 	/* fork support (libiwarp's private node): optional */
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
+	*(void **)&stack.release = dlsym(h, "xsock_priv_release");
 	*(void **)&stack.tcp = dlsym(h, "xsock_priv_tcp");
 	*(void **)&stack.listen_mixed = dlsym(h, "xsock_priv_listen_mixed");
 	*(void **)&stack.rx_wait = dlsym(h, "xsock_priv_rx_wait");

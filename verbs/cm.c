@@ -119,7 +119,7 @@ static struct cm_chan *chan_new(void)
 		return NULL;
 	/* Blocking eventfd: O_NONBLOCK stays the application's choice, and
 	 * we only read it when it is known to be non-zero. */
-	c->ch.fd = eventfd(0, EFD_CLOEXEC);
+	c->ch.fd = xsock_fd_high(eventfd(0, EFD_CLOEXEC));
 	if (c->ch.fd < 0) {
 		free(c);
 		return NULL;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "verbs/verbs_priv.h"
+#include "verbs/xs_priv_abi.h"
 
 #define XS_CHANNEL_SPIN_CQS 8
 /* How long ibv_get_cq_event receives on its CQs' connections before it
@@ -95,7 +96,7 @@ XS_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
 		return NULL;
 	}
 	c->ch.context = context;
-	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	c->ch.fd = xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE));
 	if (c->ch.fd < 0) {
 		int e = errno;
 

@@ -27,6 +27,7 @@
 #include "util/xs_be.h"
 #include "util/xs_iov.h"
 #include "verbs/xs_internal.h"
+#include "verbs/xs_priv_abi.h"
 
 enum conn_state {
 	CONN_CONNECTING, /* initiator: TCP connect in progress */
@@ -2345,7 +2346,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		return rc;
 	if (prefs->pdata_len > MPA_PD_MAX - MPA_IRDORD_LEN)
 		return -EINVAL;
-	int fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = xsock_fd_high(socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	int one = 1;
@@ -2558,6 +2559,17 @@ int xs_conn_fork_mode(struct xs_conn *c)
 			return XS_FORK_FOREIGN;
 	}
 	return m;
+}
+
+/* The parent of a fork gives its listener up like the child (libxsock's
+ * listeners, xsock_priv_release): a process that does not use it after the
+ * fork (nginx's master) must not take connections nobody there accepts. */
+void xs_listener_release(struct xs_listener *l)
+{
+	pthread_mutex_lock(&eng.mu);
+	if (!l->closing)
+		l->fork_dormant = true; /* an armed poll completes into nothing */
+	pthread_mutex_unlock(&eng.mu);
 }
 
 void xs_listener_claim(struct xs_listener *l)

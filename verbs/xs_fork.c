@@ -137,6 +137,20 @@ XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id)
 	return c ? xs_conn_claim(c) : 0;
 }
 
+/* A listener accepts nothing in this process until it claims it again
+ * (libxsock, after a fork in the parent): 0, or -EINVAL if id is not a
+ * listener. */
+XS_EXPORT int xsock_priv_release(struct rdma_cm_id *id);
+XS_EXPORT int xsock_priv_release(struct rdma_cm_id *id)
+{
+	struct xs_listener *l = id ? xs_cm_listener(id) : NULL;
+
+	if (!l)
+		return -EINVAL;
+	xs_listener_release(l);
+	return 0;
+}
+
 /* The id's connection's enum xs_fork_mode, without claiming it (0 when it
  * has none). */
 XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id);

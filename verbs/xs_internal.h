@@ -307,8 +307,10 @@ void xs_arena_unref(struct xs_arena *a); /* NULL is fine */
  * the receive fast path; the engine receives on it from then on. */
 int xs_conn_claim(struct xs_conn *c);
 int xs_conn_fork_mode(struct xs_conn *c); /* enum xs_fork_mode, without claiming */
-/* A listener inherited by a child accepts in this process from now on. */
+/* A listener inherited by a child accepts in this process from now on;
+ * released, it accepts nothing until claimed again. */
 void xs_listener_claim(struct xs_listener *l);
+void xs_listener_release(struct xs_listener *l);
 
 unsigned xs_engine_fork_prepare(void);
 void xs_engine_fork_assign(struct xs_arena *a, _Atomic int *slots);

@@ -47,4 +47,35 @@ int xsock_priv_adopt_start(struct rdma_cm_id *id);
 struct ibv_mr *xsock_priv_reg_mr_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				      int access, uint32_t stag);
 
+/* A descriptor only the stack uses (a channel's eventfd, a connection's
+ * TCP socket) moved out of the low numbers the application's own files
+ * get: a TCP socket costs the kernel one descriptor but an IWARP socket
+ * several, and programs size tables by descriptor number (wrk's event
+ * loop takes 10 + 3 per connection).  The lowest free number from half
+ * the soft RLIMIT_NOFILE (at most 4096) up; fd itself when there is none.
+ * Keeps FD_CLOEXEC (all of them have it). */
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+static inline int xsock_fd_high(int fd)
+{
+	static int base; /* 0: not yet known, -1: do not move */
+	struct rlimit rl;
+	int b = __atomic_load_n(&base, __ATOMIC_RELAXED), n;
+
+	if (!b) {
+		b = -1;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256)
+			b = rl.rlim_cur / 2 > 4096 ? 4096 : (int)(rl.rlim_cur / 2);
+		__atomic_store_n(&base, b, __ATOMIC_RELAXED);
+	}
+	if (fd < 0 || b < 0 || fd >= b)
+		return fd;
+	n = fcntl(fd, F_DUPFD_CLOEXEC, b);
+	if (n < 0)
+		return fd;
+	close(fd);
+	return n;
+}
+
 #endif
