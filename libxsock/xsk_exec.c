@@ -212,9 +212,36 @@ static void prepare(struct plan *p)
 	memset(p, 0, sizeof(*p));
 	p->memfd = -1;
 	xsk_tab_each(collect, p);
+	st = xsk_stack();
+	/* A socket goes to the new program when this process owns it, or
+	 * when it is the new program's stdin, stdout or stderr (inetd's
+	 * child dup2s the connection there without using it).  Any other
+	 * inherited copy stays with the process that uses it: the child
+	 * of system(3) or popen(3) must not take its parent's connections. */
+	for (int i = 0; i < p->n;) {
+		struct carried *c = &p->c[i];
+		bool stdio = false;
+		int mode = 0;
+
+		for (int k = 0; k < c->nfds; k++)
+			stdio |= c->fds[k] <= 2;
+		pthread_mutex_lock(&c->s->mu);
+		if (c->s->state != XSK_CONNECTED && c->s->state != XSK_LISTENING)
+			mode = 2; /* fresh (still the TCP socket) or closed: as it is */
+		else if (c->s->state == XSK_LISTENING)
+			mode = stdio ? 0 : 2;
+		else if (c->s->foreign)
+			mode = 2;
+		else if (st && st->fork_mode && c->s->id)
+			mode = st->fork_mode(c->s->id);
+		pthread_mutex_unlock(&c->s->mu);
+		if (mode == 2 || (mode == 1 && !stdio))
+			p->c[i] = p->c[--p->n];
+		else
+			i++;
+	}
 	if (!p->n)
 		return;
-	st = xsk_stack();
 	p->memfd = memfd_create("xsock-exec", 0);
 	if (!st || !st->export || p->memfd < 0) {
 		for (int i = 0; i < p->n; i++)
