@@ -654,6 +654,14 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 		return REAL(getsockopt)(fd, level, name, val, len);
 	}
 	xsk_progress(s);
+	if (level == IPPROTO_IP && name == IP_OPTIONS && len) {
+		/* no IP options on the connection (sshd drops a client whose
+		 * connection has some: it would read an int as options) */
+		pthread_mutex_unlock(&s->mu);
+		sk_put(s);
+		*len = 0;
+		return 0;
+	}
 	int own = opt_get_own(s, level, name, val, len);
 	if (own <= 0) {
 		pthread_mutex_unlock(&s->mu);
