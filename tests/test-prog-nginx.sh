@@ -113,10 +113,13 @@ nginx_case() {
         echo "SKIP $name wrk: not installed"
     fi
     eval "rps_$name=${rps:-0}"
-    stop_server "$name"
+    # the log of the serving: the teardown's signals (timeout signals the
+    # whole process group, so the master finds its workers gone) are not
+    # nginx at work
     if grep -E "\[(emerg|alert|crit|error)\]" "$tmp/logs/error.log"; then
         echo "FAIL $name: errors in nginx's error log"; fail=1
     fi
+    stop_server "$name"
     capture_end "$name" "$4"
 }
 
