@@ -479,13 +479,7 @@ static void stream_numbers(struct xsk *s, const struct xsk *o)
 	s->local = o->local;
 	s->peer = o->peer;
 	s->have_local = o->have_local;
-	memcpy(s->opts, o->opts, sizeof(s->opts));
-	s->nopts = o->nopts;
-	s->rcvtimeo_us = o->rcvtimeo_us;
-	s->sndtimeo_us = o->sndtimeo_us;
-	s->rcvlowat = o->rcvlowat;
-	s->linger_on = o->linger_on;
-	s->linger_s = o->linger_s;
+	xsk_opts_copy(s, o);
 	s->rbuf_size = o->rbuf_size;
 	s->rbuf_offset = o->rbuf_offset;
 	s->rbuf_free_offset = o->rbuf_free_offset;

@@ -445,8 +445,7 @@ void xsk_opts_apply(struct xsk *s)
 	}
 }
 
-/* An accepted socket has its listener's options, as TCP's do. */
-static void inherit_opts(struct xsk *c, const struct xsk *l)
+void xsk_opts_copy(struct xsk *c, const struct xsk *l)
 {
 	memcpy(c->opts, l->opts, sizeof(c->opts));
 	c->nopts = l->nopts;
@@ -1035,7 +1034,7 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		xsk_progress(s);
 		c = xsk_accept_pop(s);
 		if (c)
-			inherit_opts(c, s);
+			xsk_opts_copy(c, s); /* the listener's, as TCP's accepted sockets */
 		xsk_set_ready(s);
 		bool nb = s->nonblock;
 		pthread_mutex_unlock(&s->mu);

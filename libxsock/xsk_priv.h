@@ -381,6 +381,10 @@ int xsk_svc_add(struct xsk *s);
 /* The socket options the connection's TCP socket gets (xsk_intercept.c):
  * the recorded ones, once the connection exists (s->mu held). */
 void xsk_opts_apply(struct xsk *s);
+/* The socket options and the ones libxsock honours itself (timeouts,
+ * SO_RCVLOWAT, SO_LINGER) of l onto c: an accepted socket gets its
+ * listener's, an exec hand-over the old process's. */
+void xsk_opts_copy(struct xsk *c, const struct xsk *l);
 
 /* ---- exec hand-over (xsk_exec.c; xsock(7) EXEC) -------------------------------- */
 
