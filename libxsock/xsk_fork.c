@@ -43,6 +43,8 @@ bool xsk_fork_use(struct xsk *s)
 	st = xsk_stack();
 	if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
 		s->foreign = true;
+	else if (s->relay)
+		xsk_relay_owner(s); /* serve the other processes' copies */
 	return !s->foreign;
 }
 
@@ -167,12 +169,14 @@ static void child_fd(int fd, struct xsk *s)
 static void fork_prepare(void)
 {
 	xsk_svc_fork_prepare();
-	xsk_tab_fork_prepare();
+	xsk_tab_fork_prepare(); /* makes the relay channels, with s->mu */
+	xsk_relay_fork_prepare_all(); /* s->mu comes before relay_mu */
 }
 
 static void fork_parent(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
+	xsk_relay_fork_parent();
 	xsk_tab_fork_parent();
 	xsk_svc_fork_parent();
 }
@@ -181,6 +185,7 @@ static void fork_child(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_svc_fork_child();
+	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
 }
 
