@@ -93,7 +93,7 @@ static long fail(int e)
 	return -1;
 }
 
-static bool relay_take(int fd, struct xsk *s, bool claim);
+static bool relay_take(int fd, struct xsk *s, bool claim, bool rd);
 
 static struct xsk *sk_get(int fd)
 {
@@ -106,7 +106,7 @@ static struct xsk *sk_get(int fd)
 	if (s)
 		s->refs++;
 	pthread_mutex_unlock(&tab_mu);
-	if (s && s->relay && relay_take(fd, s, false))
+	if (s && s->relay && relay_take(fd, s, false, false))
 		return NULL;
 	return s;
 }
@@ -174,15 +174,16 @@ static void detach_fd(int fd)
 /* A connection another process claimed after fork (xsock(7) FORK): fd
  * becomes the relay channel's kernel socket (xsk_relay.c), its calls the
  * kernel's.  claim: this use may claim the connection (a data call, poll);
- * else only a socket already known foreign is converted.  true if fd was
- * converted (s's reference dropped). */
-static bool relay_take(int fd, struct xsk *s, bool claim)
+ * else only a socket already known foreign is converted.  rd: the call
+ * reads (the owner then sends it what arrives).  true if fd was converted
+ * (s's reference dropped). */
+static bool relay_take(int fd, struct xsk *s, bool claim, bool rd)
 {
 	int sp = -1, fdfl;
 
 	pthread_mutex_lock(&s->mu);
 	if (s->state == XSK_CONNECTED && (s->foreign || claim) && !xsk_fork_use(s))
-		sp = xsk_relay_client(s);
+		sp = xsk_relay_client(s, rd);
 	if (sp >= 0 && s->nonblock)
 		xsk_real.fcntl(sp, F_SETFL, xsk_real.fcntl(sp, F_GETFL) | O_NONBLOCK);
 	pthread_mutex_unlock(&s->mu);
@@ -1284,12 +1285,14 @@ ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
 		     sk_recv(s, &v, 1, MSG_DONTWAIT);
 }
 
-/* A FRESH socket is still the kernel's: pass through. */
-static struct xsk *data_sock(int fd)
+/* A FRESH socket is still the kernel's: pass through.  rd: a receive or a
+ * wait for input (data_sock tells it by the caller's name). */
+#define data_sock(fd) data_sock_rd(fd, strstr(__func__, "read") || strstr(__func__, "recv"))
+static struct xsk *data_sock_rd(int fd, bool rd)
 {
 	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
 
-	if (s && s->relay && relay_take(fd, s, true))
+	if (s && s->relay && relay_take(fd, s, true, rd))
 		return NULL;
 	if (s && s->state == XSK_FRESH) {
 		sk_put(s);
@@ -1809,7 +1812,7 @@ static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
 	for (nfds_t i = 0; i < n; i++) {
 		struct xsk *s = lookup(fds[i].fd);
 		if (s && s->relay) {
-			if (!(s = data_sock(fds[i].fd)))
+			if (!(s = data_sock_rd(fds[i].fd, fds[i].events & POLLIN)))
 				continue; /* now the relay's kernel socket */
 			xsk_fd_put(s);
 		}
@@ -1861,7 +1864,7 @@ static bool any_iwarp_fdset(int nfds, fd_set *r, fd_set *w, fd_set *e)
 		if (!s || !((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
 			continue;
 		if (s->relay) {
-			if (!(s = data_sock(fd)))
+			if (!(s = data_sock_rd(fd, r && FD_ISSET(fd, r))))
 				continue; /* now the relay's kernel socket */
 			xsk_fd_put(s);
 		}

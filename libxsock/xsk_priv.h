@@ -458,9 +458,10 @@ void xsk_relay_fork_prepare_all(void);
 void xsk_relay_fork_parent(void);
 void xsk_relay_fork_child(void);
 /* the claim after a fork went to this process / to another (s->mu held);
- * the latter returns the fd the application's number becomes, or -1 */
+ * the latter returns the fd the application's number becomes, or -1 (rd:
+ * the call that found it reads: the owner's thread forwards input) */
 void xsk_relay_owner(struct xsk *s);
-int xsk_relay_client(struct xsk *s);
+int xsk_relay_client(struct xsk *s, bool rd);
 void xsk_relay_free(struct xsk *s); /* xsk_free (s->mu not held) */
 /* xsk_intercept.c for the relay threads: one non-blocking call on s (dir
  * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the

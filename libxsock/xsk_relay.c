@@ -12,10 +12,11 @@
  * turns its fd number into sp1 (a kernel socket from then on: its calls
  * are the kernel's) and raises the eventfd.
  *
- * Received data goes to the client only while the owner's application has
- * not read (or polled for input) on the connection: one reader and one
- * writer is the pattern that needs it; two readers would race as they do
- * on a kernel socket.  A client's shutdown(SHUT_WR) reaches the peer; the
+ * Received data goes to the client only if the call that turned its fd
+ * into sp1 read (or waited for input), and only while the owner's
+ * application has not read (or polled for input) since the fork: one
+ * reader and one writer is the pattern that needs it.  Two readers get
+ * what the owner does not read; a client that first wrote gets nothing.  A client's shutdown(SHUT_WR) reaches the peer; the
  * connection lives until the owner closes it and every client has closed
  * its copy. */
 #include "config.h"
@@ -288,7 +289,7 @@ void xsk_relay_owner(struct xsk *s)
 /* Another process claimed the connection (s->mu held): drop our sp0s; the
  * newest channel's sp1 (first in the list) is what the fd becomes, -1 if
  * none (then the calls fail with EBUSY). */
-int xsk_relay_client(struct xsk *s)
+int xsk_relay_client(struct xsk *s, bool rd)
 {
 	struct xsk_relay *keep = NULL;
 
@@ -315,7 +316,7 @@ int xsk_relay_client(struct xsk *s)
 				(int)getpid());
 		return -1;
 	}
-	if (!keep->thr_pid) {
+	if (!keep->thr_pid && rd) {
 		uint64_t one = 1;
 		if (xsk_real.write(keep->ctl, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			return -1;
