@@ -376,3 +376,15 @@ bool xsk_config_decide(int role, const struct sockaddr *sa)
 			return rules[i].iwarp;
 	return default_iwarp;
 }
+
+/* XSOCK_DEBUG=1: one line on stderr where libxsock refuses or gives up. */
+bool xsk_debug(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("XSOCK_DEBUG");
+		on = e && *e && *e != '0';
+	}
+	return on;
+}

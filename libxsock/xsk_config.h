@@ -51,5 +51,7 @@ bool xsk_config_may_iwarp(void);
 /* The decision for a socket at listen()/connect(): first matching rule,
  * else the default. */
 bool xsk_config_decide(int role, const struct sockaddr *sa);
+/* XSOCK_DEBUG is set: say in one line on stderr why a call failed. */
+bool xsk_debug(void);
 
 #endif

@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 #include "verbs/xs_priv_abi.h"
 
@@ -81,12 +82,6 @@ struct plan {
 	int memfd;
 	char env[32];
 };
-
-static bool debug(void)
-{
-	const char *d = getenv("XSOCK_DEBUG");
-	return d && *d && *d != '0';
-}
 
 static void collect(int fd, struct xsk *s, void *arg)
 {
@@ -247,7 +242,7 @@ static void prepare(struct plan *p)
 		for (int i = 0; i < p->n; i++)
 			p->c[i].s = NULL;
 		p->n = 0;
-		if (debug())
+		if (xsk_debug())
 			fprintf(stderr, "libxsock: execve: IWARP sockets not carried (%s)\n",
 				!st || !st->export ? "libiwarp has no hand-over" : strerror(errno));
 		return;
@@ -265,7 +260,7 @@ static void prepare(struct plan *p)
 		if (rc) {
 			/* a listener or a dead connection: the new program gets
 			 * the sentinel only */
-			if (debug())
+			if (xsk_debug())
 				fprintf(stderr, "libxsock: execve: fd %d not carried: %s\n", c->fds[0],
 					rc == -EOPNOTSUPP ? "a listening IWARP socket" : strerror(-rc));
 		} else {
@@ -287,7 +282,7 @@ static void prepare(struct plan *p)
 	snprintf(p->env, sizeof(p->env), XSK_EXEC_ENV "=%d", p->memfd);
 	return;
 fail:
-	if (debug())
+	if (xsk_debug())
 		fprintf(stderr, "libxsock: execve: IWARP sockets not carried: %s\n", strerror(errno));
 	undo(st, p);
 	p->n = 0;
@@ -565,7 +560,7 @@ static int adopt_one(int memfd)
 out:
 	if (rc && e->tcpfd >= 0)
 		xsk_real.close(e->tcpfd);
-	if (rc && debug())
+	if (rc && xsk_debug())
 		fprintf(stderr, "libxsock: exec hand-over: fd %d not taken over: %s\n", e->fds[0],
 			strerror(-rc));
 	if (s)
@@ -593,7 +588,7 @@ __attribute__((constructor)) static void xsk_exec_adopt(void)
 	xsk_real_init();
 	if (pread((int)fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != XSK_EXEC_MAGIC ||
 	    h.xsk_size != sizeof(struct xsk)) {
-		if (debug())
+		if (xsk_debug())
 			fprintf(stderr, "libxsock: exec hand-over: not from this libxsock\n");
 		xsk_real.close((int)fd);
 		return;

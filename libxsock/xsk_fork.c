@@ -44,6 +44,8 @@ bool xsk_fork_use(struct xsk *s)
 	st = xsk_stack();
 	if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
 		s->foreign = true;
+	else if (s->relay)
+		xsk_relay_owner(s); /* serve the other processes' copies */
 	return !s->foreign;
 }
 
@@ -168,7 +170,8 @@ static void child_fd(int fd, struct xsk *s)
 static void fork_prepare(void)
 {
 	xsk_svc_fork_prepare();
-	xsk_tab_fork_prepare();
+	xsk_tab_fork_prepare(); /* makes the relay channels, with s->mu */
+	xsk_relay_fork_prepare_all(); /* s->mu comes before relay_mu */
 }
 
 /* The parent's listener accepts nothing until the parent uses it again
@@ -191,6 +194,7 @@ static void parent_listener(struct xsk *s)
 static void fork_parent(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
+	xsk_relay_fork_parent();
 	xsk_tab_fork_parent(parent_listener);
 	xsk_svc_fork_parent();
 }
@@ -199,6 +203,7 @@ static void fork_child(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_svc_fork_child();
+	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
 }
 

@@ -95,6 +95,8 @@ static long fail(int e)
 	return -1;
 }
 
+static bool relay_take(int fd, struct xsk *s, bool claim, bool rd);
+
 static struct xsk *sk_get(int fd)
 {
 	struct xsk *s;
@@ -106,10 +108,13 @@ static struct xsk *sk_get(int fd)
 	if (s)
 		s->refs++;
 	pthread_mutex_unlock(&tab_mu);
+	if (s && s->relay && relay_take(fd, s, false, false))
+		return NULL;
 	return s;
 }
 
 static void unlink_regs_locked(struct xsk *s);
+static void detach_fd(int fd);
 
 static void sk_put(struct xsk *s)
 {
@@ -166,6 +171,32 @@ static void detach_fd(int fd)
 	pthread_mutex_unlock(&tab_mu);
 	if (s)
 		sk_put(s); /* the reference attach_fd took */
+}
+
+/* A connection another process claimed after fork (xsock(7) FORK): fd
+ * becomes the relay channel's kernel socket (xsk_relay.c), its calls the
+ * kernel's.  claim: this use may claim the connection (a data call, poll);
+ * else only a socket already known foreign is converted.  rd: the call
+ * reads (the owner then sends it what arrives).  true if fd was converted
+ * (s's reference dropped). */
+static bool relay_take(int fd, struct xsk *s, bool claim, bool rd)
+{
+	int sp = -1, fdfl;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->state == XSK_CONNECTED && (s->foreign || claim) && !xsk_fork_use(s))
+		sp = xsk_relay_client(s, rd);
+	if (sp >= 0 && s->nonblock)
+		xsk_real.fcntl(sp, F_SETFL, xsk_real.fcntl(sp, F_GETFL) | O_NONBLOCK);
+	pthread_mutex_unlock(&s->mu);
+	if (sp < 0)
+		return false;
+	fdfl = xsk_real.fcntl(fd, F_GETFD);
+	if (xsk_real.dup3(sp, fd, fdfl >= 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		return false;
+	sk_put(s);
+	detach_fd(fd);
+	return true;
 }
 
 struct xsk *xsk_fd_get(int fd)
@@ -1134,6 +1165,8 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 		return fail(EOPNOTSUPP); /* no urgent data on an IWARP socket */
 	xsk_sig_snap(&snap);
 	pthread_mutex_lock(&s->mu);
+	if (!xsk_relay_self)
+		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
 	deadline = timeo_deadline(s->rcvtimeo_us);
 	target = (flags & MSG_WAITALL) && !peek ? want :
 		 (size_t)s->rcvlowat < want ? (size_t)s->rcvlowat : want;
@@ -1251,11 +1284,31 @@ ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags
 		return r_;                             \
 	} while (0)
 
-/* A FRESH socket is still the kernel's: pass through. */
-static struct xsk *data_sock(int fd)
+ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
+{
+	struct iovec v = { buf, n };
+
+	if (dir < 0) {
+		int r;
+		pthread_mutex_lock(&s->mu);
+		r = xsk_shutdown_locked(s, SHUT_WR);
+		xsk_set_ready(s);
+		pthread_mutex_unlock(&s->mu);
+		return r < 0 ? fail(-r) : 0;
+	}
+	return dir ? sk_send(s, &v, 1, MSG_DONTWAIT | MSG_NOSIGNAL) :
+		     sk_recv(s, &v, 1, MSG_DONTWAIT);
+}
+
+/* A FRESH socket is still the kernel's: pass through.  rd: a receive or a
+ * wait for input (data_sock tells it by the caller's name). */
+#define data_sock(fd) data_sock_rd(fd, strstr(__func__, "read") || strstr(__func__, "recv"))
+static struct xsk *data_sock_rd(int fd, bool rd)
 {
 	struct xsk *s = lookup(fd) ? sk_get(fd) : NULL;
 
+	if (s && s->relay && relay_take(fd, s, true, rd))
+		return NULL;
 	if (s && s->state == XSK_FRESH) {
 		sk_put(s);
 		return NULL;
@@ -1403,6 +1456,31 @@ XSK_EXPORT int shutdown(int fd, int how)
 
 void xsk_tab_fork_prepare(void)
 {
+	struct xsk **v = NULL;
+	int n = 0;
+	unsigned g = atomic_load(&xsk_fork_gen) + 1;
+
+	/* a relay channel per connection (xsk_relay.c), made before the
+	 * table lock is taken for the fork (s->mu comes after tab_mu) */
+	pthread_mutex_lock(&tab_mu);
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++)
+		n += atomic_load(&tab[fd].s) != NULL;
+	v = n ? calloc((size_t)n, sizeof(*v)) : NULL;
+	n = 0;
+	for (int fd = 0; v && fd < tab_hi && fd < tab_n; fd++) {
+		struct xsk *s = atomic_load(&tab[fd].s);
+		if (s && s->relay_gen != g && s->state == XSK_CONNECTED) {
+			s->relay_gen = g; /* once per socket, whatever its fd numbers */
+			s->refs++;
+			v[n++] = s;
+		}
+	}
+	pthread_mutex_unlock(&tab_mu);
+	for (int i = 0; i < n; i++) {
+		xsk_relay_fork_prepare(v[i]);
+		sk_put(v[i]);
+	}
+	free(v);
 	pthread_mutex_lock(&tab_mu);
 }
 
@@ -1664,6 +1742,8 @@ static short sk_poll_one(struct xsk *s, short events)
 	short r;
 
 	pthread_mutex_lock(&s->mu);
+	if (events & POLLIN)
+		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
 	xsk_progress(s);
 	r = xsk_revents(s);
 	pthread_mutex_unlock(&s->mu);
@@ -1785,6 +1865,11 @@ static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
 {
 	for (nfds_t i = 0; i < n; i++) {
 		struct xsk *s = lookup(fds[i].fd);
+		if (s && s->relay) {
+			if (!(s = data_sock_rd(fds[i].fd, fds[i].events & POLLIN)))
+				continue; /* now the relay's kernel socket */
+			xsk_fd_put(s);
+		}
 		if (s && s->state != XSK_FRESH)
 			return true;
 	}
@@ -1830,8 +1915,14 @@ static bool any_iwarp_fdset(int nfds, fd_set *r, fd_set *w, fd_set *e)
 {
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
 		struct xsk *s = lookup(fd);
-		if (s && s->state != XSK_FRESH &&
-		    ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
+		if (!s || !((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
+			continue;
+		if (s->relay) {
+			if (!(s = data_sock_rd(fd, r && FD_ISSET(fd, r))))
+				continue; /* now the relay's kernel socket */
+			xsk_fd_put(s);
+		}
+		if (s->state != XSK_FRESH)
 			return true;
 	}
 	return false;
@@ -2075,7 +2166,10 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 			if (snap[i].s->state == XSK_FRESH)
 				continue;
 			uint32_t want = snap[i].events | EPOLLERR | EPOLLHUP;
-			uint32_t got = to_epoll(sk_poll_one(snap[i].s, (short)0x7fff)) & want;
+			/* (POLLIN only if asked: it marks the socket read, xsk_relay.c) */
+			uint32_t got = to_epoll(sk_poll_one(snap[i].s,
+							    (short)(snap[i].events & EPOLLIN ? 0x7fff :
+								    0x7fff & ~POLLIN))) & want;
 			if (got && (snap[i].events & EPOLLET)) {
 				pthread_mutex_lock(&tab_mu);
 				struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), snap[i].fd);

@@ -310,6 +310,12 @@ struct xsk {
 	_Atomic unsigned svc_gen; /* listener: xsk_fork_gen when handed to the service thread */
 	unsigned refresh_gen; /* child: xsk_fork_gen when its fds were remade */
 	int refresh_fd; /* ... and the first application fd number given the new epoll */
+	/* relay channels made at forks (xsk_relay.c; s->mu) */
+	struct xsk_relay *relay;
+	unsigned relay_gen; /* the fork that made the newest channel (table lock) */
+	/* xsk_fork_gen when the application last read or polled for input
+	 * (not the relay): received data stays its own (xsk_relay.c) */
+	unsigned app_read_gen;
 };
 
 /* One registration of an IWARP fd in an application epoll set. */
@@ -478,5 +484,26 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s));
 /* The child: re-initialise the table lock; call fn once per fd number
  * naming a socket (in increasing order). */
 void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s));
+
+/* ---- a connection used by two processes at once (xsk_relay.c) ------------- */
+
+/* XSOCK_DEBUG set: one line on stderr where libxsock cannot carry a call. */
+/* true on a relay thread (its reads are not the application's) */
+extern __thread bool xsk_relay_self;
+/* fork prepare: a channel for s (s->mu not held); the relay lock */
+void xsk_relay_fork_prepare(struct xsk *s);
+void xsk_relay_fork_prepare_all(void);
+void xsk_relay_fork_parent(void);
+void xsk_relay_fork_child(void);
+/* the claim after a fork went to this process / to another (s->mu held);
+ * the latter returns the fd the application's number becomes, or -1 (rd:
+ * the call that found it reads: the owner's thread forwards input) */
+void xsk_relay_owner(struct xsk *s);
+int xsk_relay_client(struct xsk *s, bool rd);
+void xsk_relay_free(struct xsk *s); /* xsk_free (s->mu not held) */
+/* xsk_intercept.c for the relay threads: one non-blocking call on s (dir
+ * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the
+ * interposed calls */
+ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir);
 
 #endif

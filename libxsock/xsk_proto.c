@@ -1414,6 +1414,7 @@ void xsk_free(struct xsk *s)
 
 	if (!s)
 		return;
+	xsk_relay_free(s); /* its threads use s */
 	svc_del(s);
 	xsk_ext_free(s);
 	pthread_mutex_lock(&s->mu);

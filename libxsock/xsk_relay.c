@@ -1,0 +1,341 @@
+/* A connection two processes use at once after fork (xsock(7) FORK).
+ *
+ * The connection's state lives in the memory of the process that claimed
+ * it first (the owner); the kernel lets any holder of a TCP socket read
+ * and write it, and programs rely on that: rsync's receiver reads the
+ * socket while its parent, the generator, writes it.  So at each fork
+ * every connected IWARP socket gets a relay channel: a socketpair (sp0 for
+ * the owner, sp1 for the others) and an eventfd (a client exists), both
+ * inherited by both processes.  The process that claims the connection
+ * keeps sp0 and, once another process uses its copy, a thread of the
+ * owner's copies bytes between sp0 and the connection.  The other process
+ * turns its fd number into sp1 (a kernel socket from then on: its calls
+ * are the kernel's) and raises the eventfd.
+ *
+ * Received data goes to the client only if the call that turned its fd
+ * into sp1 read (or waited for input), and only while the owner's
+ * application has not read (or polled for input) since the fork: one
+ * reader and one writer is the pattern that needs it.  Two readers get
+ * what the owner does not read; a client that first wrote gets nothing.  A client's shutdown(SHUT_WR) reaches the peer; the
+ * connection lives until the owner closes it and every client has closed
+ * its copy. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_config.h"
+#include "libxsock/xsk_priv.h"
+
+struct xsk_relay {
+	struct xsk_relay *next;
+	int sp0, sp1; /* -1 once closed in this process */
+	int ctl; /* eventfd: readable once a client took sp1 */
+	pid_t thr_pid; /* the process whose thread serves it (0: none, -1: a client's) */
+	pthread_t thr;
+	_Atomic bool stop; /* xsk_free: end now */
+	struct xsk *s;
+};
+
+static pthread_mutex_t relay_mu = PTHREAD_MUTEX_INITIALIZER;
+static int relay_starting; /* threads created, not yet in their loop (relay_mu) */
+__thread bool xsk_relay_self;
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		xsk_real.close(*fd);
+	*fd = -1;
+}
+
+static void chan_free(struct xsk_relay *r)
+{
+	close_fd(&r->sp0);
+	close_fd(&r->sp1);
+	close_fd(&r->ctl);
+	free(r);
+}
+
+/* fork prepare (s->mu not held, the fd table locked): one more channel. */
+void xsk_relay_fork_prepare(struct xsk *s)
+{
+	struct xsk_relay *r;
+	int sp[2];
+
+	if (s->state != XSK_CONNECTED || s->foreign || s->peer_gone)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		free(r);
+		return;
+	}
+	r->sp0 = sp[0];
+	r->sp1 = sp[1];
+	r->ctl = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->ctl < 0) {
+		r->sp0 = r->sp1 = -1;
+		xsk_real.close(sp[0]);
+		xsk_real.close(sp[1]);
+		free(r);
+		return;
+	}
+	r->s = s;
+	pthread_mutex_lock(&s->mu);
+	r->next = s->relay;
+	s->relay = r;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void xsk_relay_fork_prepare_all(void)
+{
+	pthread_mutex_lock(&relay_mu);
+	while (relay_starting) { /* a sanitizer's allocator is not fork-safe */
+		pthread_mutex_unlock(&relay_mu);
+		sched_yield();
+		pthread_mutex_lock(&relay_mu);
+	}
+}
+
+void xsk_relay_fork_parent(void)
+{
+	pthread_mutex_unlock(&relay_mu);
+}
+
+void xsk_relay_fork_child(void)
+{
+	pthread_mutex_init(&relay_mu, NULL);
+	relay_starting = 0;
+}
+
+static bool hup(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = 0 };
+
+	return xsk_real.poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+#define RELAY_BUF 65536
+
+/* The owner's thread for one channel: the client's bytes to the
+ * connection, the connection's to the client (once a client exists and
+ * while the application does not read).  Non-blocking on both sides, so
+ * that neither direction waits for the other. */
+static void *relay_main(void *arg)
+{
+	struct xsk_relay *r = arg;
+	struct xsk *s = r->s;
+	char *up = malloc(RELAY_BUF), *down = malloc(RELAY_BUF);
+	size_t up_n = 0, up_off = 0, down_n = 0, down_off = 0;
+	bool client = false, up_eof = false, down_eof = false;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL); /* signals are the application's */
+	xsk_relay_self = true;
+	pthread_mutex_lock(&relay_mu);
+	relay_starting--;
+	pthread_mutex_unlock(&relay_mu);
+	if (!up || !down)
+		goto out;
+	for (;;) {
+		struct pollfd p[6];
+		int fds[3], n = 0, nw;
+		bool moved = false;
+
+		if (!client) {
+			uint64_t v;
+			client = xsk_real.read(r->ctl, &v, sizeof(v)) == sizeof(v);
+		}
+		/* client -> connection */
+		if (!up_n && !up_eof) {
+			ssize_t k = xsk_real.recv(r->sp0, up, RELAY_BUF, MSG_DONTWAIT);
+			if (k > 0) {
+				up_n = (size_t)k;
+				up_off = 0;
+			} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+				up_eof = true;
+				/* EOF without HUP: a client's shutdown(SHUT_WR) */
+				if (!hup(r->sp0))
+					xsk_relay_io(s, NULL, 0, -1);
+			}
+		}
+		if (up_n) {
+			ssize_t k = xsk_relay_io(s, up + up_off, up_n, 1);
+			if (k > 0) {
+				up_off += (size_t)k;
+				up_n -= (size_t)k;
+				moved = true;
+			} else if (k < 0 && errno != EAGAIN) {
+				up_n = 0;
+				up_eof = true;
+			}
+		}
+		/* connection -> client */
+		bool want_down = client && !down_eof &&
+				 s->app_read_gen != atomic_load(&xsk_fork_gen);
+		if (want_down && !down_n) {
+			ssize_t k = xsk_relay_io(s, down, RELAY_BUF, 0);
+			if (k > 0) {
+				down_n = (size_t)k;
+				down_off = 0;
+			} else if (k == 0 || errno != EAGAIN) {
+				down_eof = true;
+				xsk_real.shutdown(r->sp0, SHUT_WR);
+			}
+		}
+		if (down_n) {
+			ssize_t k = xsk_real.send(r->sp0, down + down_off, down_n,
+						  MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (k > 0) {
+				down_off += (size_t)k;
+				down_n -= (size_t)k;
+				moved = true;
+			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+				down_n = 0;
+				down_eof = true;
+			}
+		}
+		if (up_eof && hup(r->sp0) && !up_n)
+			break; /* every client closed its copy */
+		if (atomic_load(&r->stop))
+			break;
+		if (moved)
+			continue;
+		/* wait: the client's socket, the ctl eventfd, the connection */
+		p[n++] = (struct pollfd){ .fd = r->sp0,
+					  .events = (short)((!up_n && !up_eof ? POLLIN : 0) |
+							    (down_n ? POLLOUT : 0)) };
+		if (!client)
+			p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
+		pthread_mutex_lock(&s->mu);
+		nw = xsk_wait_fds(s, fds, up_n != 0);
+		pthread_mutex_unlock(&s->mu);
+		if ((up_n || (want_down && !down_n)) && nw > 0)
+			for (int i = 0; i < nw; i++)
+				p[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		/* bounded: the ready/wake eventfds are level-triggered hints */
+		xsk_real.poll(p, (nfds_t)n, 50);
+	}
+out:
+	free(up);
+	free(down);
+	/* the clients see EOF; xsk_free joins and frees */
+	pthread_mutex_lock(&s->mu);
+	close_fd(&r->sp0);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* The claim went to this process (s->mu held): keep sp0 of each channel,
+ * drop sp1, and serve the channels some other process still holds. */
+void xsk_relay_owner(struct xsk *s)
+{
+	pid_t me = getpid();
+
+	for (struct xsk_relay **pp = &s->relay; *pp;) {
+		struct xsk_relay *r = *pp;
+		close_fd(&r->sp1);
+		if (r->thr_pid == me) {
+			pp = &r->next;
+			continue;
+		}
+		if (r->sp0 < 0 || hup(r->sp0)) {
+			/* nobody else holds it (the pre-fork server's parent
+			 * closed its copy): no thread */
+			*pp = r->next;
+			chan_free(r);
+			continue;
+		}
+		r->thr_pid = me;
+		if (xsk_debug())
+			fprintf(stderr, "libxsock: pid %d owns a connection other processes hold: "
+					"their copies are relayed\n", (int)me);
+		pthread_mutex_lock(&relay_mu);
+		relay_starting++;
+		if (pthread_create(&r->thr, NULL, relay_main, r)) {
+			relay_starting--;
+			pthread_mutex_unlock(&relay_mu);
+			if (xsk_debug())
+				fprintf(stderr, "libxsock: no relay thread: the other processes' "
+						"copies of the connection see EOF\n");
+			*pp = r->next;
+			chan_free(r);
+			continue;
+		}
+		pthread_mutex_unlock(&relay_mu);
+		pp = &r->next;
+	}
+}
+
+/* Another process claimed the connection (s->mu held): drop our sp0s; the
+ * newest channel's sp1 (first in the list) is what the fd becomes, -1 if
+ * none (then the calls fail with EBUSY). */
+int xsk_relay_client(struct xsk *s, bool rd)
+{
+	struct xsk_relay *keep = NULL;
+
+	for (struct xsk_relay **pp = &s->relay; *pp;) {
+		struct xsk_relay *r = *pp;
+		if (r->thr_pid == getpid()) {
+			/* our thread serves an older client: it sees EBUSY and ends */
+			pp = &r->next;
+			continue;
+		}
+		if (!keep && r->sp1 >= 0) {
+			keep = r;
+			close_fd(&r->sp0);
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		chan_free(r);
+	}
+	if (!keep) {
+		if (xsk_debug())
+			fprintf(stderr, "libxsock: pid %d: the connection is another process's "
+					"(claimed first after fork, no relay channel): EBUSY\n",
+				(int)getpid());
+		return -1;
+	}
+	if (!keep->thr_pid && rd) {
+		uint64_t one = 1;
+		if (xsk_real.write(keep->ctl, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			return -1;
+		keep->thr_pid = -1; /* announced */
+	}
+	return keep->sp1;
+}
+
+/* xsk_free, before anything goes (s->mu not held): this process's relay
+ * threads end (a thread whose clients are all gone first sends what they
+ * wrote, as a kernel socket would before the close's FIN), then every
+ * channel is closed. */
+void xsk_relay_free(struct xsk *s)
+{
+	pid_t me = getpid();
+
+	for (struct xsk_relay *r = s->relay; r; r = r->next) {
+		if (r->thr_pid != me)
+			continue;
+		/* bounded: a thread with clients still there stops at once */
+		for (int i = 0; i < 400 && r->sp0 >= 0 && hup(r->sp0); i++)
+			usleep(5000);
+		atomic_store(&r->stop, true);
+		pthread_join(r->thr, NULL);
+		r->thr_pid = 0;
+	}
+	while (s->relay) {
+		struct xsk_relay *r = s->relay;
+		s->relay = r->next;
+		chan_free(r);
+	}
+}
