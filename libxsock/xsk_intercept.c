@@ -1540,6 +1540,15 @@ void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg)
 	pthread_mutex_unlock(&tab_mu);
 }
 
+int xsk_tab_next(int fd)
+{
+	ensure_init();
+	for (; fd >= 0 && fd < tab_hi && fd < tab_n; fd++)
+		if (atomic_load(&tab[fd].s) || atomic_load(&tab[fd].ep))
+			return fd;
+	return -1;
+}
+
 int xsk_tab_adopt(int fd, struct xsk *s)
 {
 	ensure_init();

@@ -105,6 +105,10 @@ struct xsk_stack {
 	struct rdma_cm_id *(*adopt)(struct rdma_event_channel *, void *, int, const uint8_t *);
 	int (*adopt_start)(struct rdma_cm_id *);
 	struct ibv_mr *(*reg_mr_stag)(struct ibv_pd *, void *, size_t, uint64_t, int, uint32_t);
+	/* the descriptors the stack keeps (verbs/xs_fdkeep.c; NULL if absent) */
+	int (*fd_keep)(int);
+	void (*fd_drop)(int);
+	int (*fd_next_kept)(int);
 	/* libiwarp's private fork support (NULL if absent): claim the id's
 	 * connection or listener for this process (0, -EBUSY if another
 	 * process uses it); its standing without claiming (0 ours, 1 shared
@@ -143,6 +147,11 @@ const struct xsk_stack *xsk_stack(void);
 /* True if the code at ret (a return address) belongs to libiwarp: its own
  * TCP sockets are never IWARP sockets. */
 bool xsk_from_stack(const void *ret);
+/* A descriptor libxsock keeps for itself (closefrom/close_range pass over
+ * it: libiwarp's registry, verbs/xs_fdkeep.c); returns fd.  xsk_fd_close
+ * forgets and closes it.  Any thread. */
+int xsk_fd_keep(int fd);
+int xsk_fd_close(int fd);
 
 /* ---- the rsockets wire format (rdma-core librdmacm/docs/rsocket) ----------- */
 
@@ -396,6 +405,9 @@ void xsk_opts_copy(struct xsk *c, const struct xsk *l);
 
 /* Each fd number naming a socket (xsk_intercept.c; table lock held). */
 void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg);
+/* The lowest fd number >= fd naming an IWARP socket or an epoll set that
+ * holds one (close() has work to do there), or -1.  No lock. */
+int xsk_tab_next(int fd);
 /* fd names s from now on (the new process). 0 or -EMFILE. */
 int xsk_tab_adopt(int fd, struct xsk *s);
 /* xsk_proto.c, the new process: rebuild s's verbs on the inherited TCP
@@ -487,7 +499,6 @@ void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s));
 
 /* ---- a connection used by two processes at once (xsk_relay.c) ------------- */
 
-/* XSOCK_DEBUG set: one line on stderr where libxsock cannot carry a call. */
 /* true on a relay thread (its reads are not the application's) */
 extern __thread bool xsk_relay_self;
 /* fork prepare: a channel for s (s->mu not held); the relay lock */

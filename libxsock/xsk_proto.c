@@ -155,10 +155,10 @@ int xsk_make_fds(struct xsk *s)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return -errno;
-	s->ready_fd = xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+	s->ready_fd = xsk_fd_keep(xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)));
 	if (s->ready_fd < 0)
 		return -errno;
-	s->wake_fd = xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+	s->wake_fd = xsk_fd_keep(xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)));
 	if (s->wake_fd < 0)
 		return -errno;
 	return ep_add(s, s->ready_fd);
@@ -1333,11 +1333,11 @@ int xsk_svc_add(struct xsk *s)
 	pthread_mutex_lock(&svc_mu);
 	if (svc_ep < 0) {
 		pthread_t t;
-		svc_ep = epoll_create1(EPOLL_CLOEXEC);
+		svc_ep = xsk_fd_keep(epoll_create1(EPOLL_CLOEXEC));
 		if (svc_ep < 0 || pthread_create(&t, NULL, svc_main, NULL)) {
 			rc = -EAGAIN;
 			if (svc_ep >= 0)
-				xsk_real.close(svc_ep);
+				xsk_fd_close(svc_ep);
 			svc_ep = -1;
 			goto out;
 		}
@@ -1395,7 +1395,7 @@ void xsk_svc_fork_child(void)
 	pthread_mutex_init(&svc_mu, NULL);
 	svc_running = false;
 	if (svc_ep >= 0)
-		xsk_real.close(svc_ep);
+		xsk_fd_close(svc_ep);
 	svc_ep = -1;
 	while (svc_list) {
 		struct xsk *s = svc_list;
@@ -1477,9 +1477,9 @@ void xsk_free(struct xsk *s)
 	if (s->plain_fd >= 0)
 		xsk_real.close(s->plain_fd);
 	if (s->ready_fd >= 0)
-		xsk_real.close(s->ready_fd);
+		xsk_fd_close(s->ready_fd);
 	if (s->wake_fd >= 0)
-		xsk_real.close(s->wake_fd);
+		xsk_fd_close(s->wake_fd);
 	if (s->epfd >= 0 && !s->epfd_app)
 		xsk_real.close(s->epfd);
 	pthread_mutex_unlock(&s->mu);

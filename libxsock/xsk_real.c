@@ -138,6 +138,9 @@ static void stack_init_once(void)
 	SYM(set_option, "rdma_set_option");
 	/* fork support (libiwarp's private node): optional */
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
+	*(void **)&stack.fd_keep = dlsym(h, "xsock_priv_fd_keep");
+	*(void **)&stack.fd_drop = dlsym(h, "xsock_priv_fd_drop");
+	*(void **)&stack.fd_next_kept = dlsym(h, "xsock_priv_fd_next_kept");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
 	*(void **)&stack.release = dlsym(h, "xsock_priv_release");
 	*(void **)&stack.tcp = dlsym(h, "xsock_priv_tcp");
@@ -179,4 +182,20 @@ bool xsk_from_stack(const void *ret)
 	if (!xsk_stack() || !stack.base)
 		return false;
 	return dladdr(ret, &info) && info.dli_fbase == stack.base;
+}
+
+int xsk_fd_keep(int fd)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	return st && st->fd_keep ? st->fd_keep(fd) : fd;
+}
+
+int xsk_fd_close(int fd)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (st && st->fd_drop)
+		st->fd_drop(fd);
+	return xsk_real.close(fd);
 }

@@ -51,7 +51,7 @@ __thread bool xsk_relay_self;
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
-		xsk_real.close(*fd);
+		xsk_fd_close(*fd);
 	*fd = -1;
 }
 
@@ -78,13 +78,13 @@ void xsk_relay_fork_prepare(struct xsk *s)
 		free(r);
 		return;
 	}
-	r->sp0 = sp[0];
-	r->sp1 = sp[1];
-	r->ctl = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->sp0 = xsk_fd_keep(sp[0]);
+	r->sp1 = xsk_fd_keep(sp[1]);
+	r->ctl = xsk_fd_keep(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (r->ctl < 0) {
 		r->sp0 = r->sp1 = -1;
-		xsk_real.close(sp[0]);
-		xsk_real.close(sp[1]);
+		xsk_fd_close(sp[0]);
+		xsk_fd_close(sp[1]);
 		free(r);
 		return;
 	}

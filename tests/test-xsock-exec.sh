@@ -41,6 +41,9 @@ case_inetd() {
 
 case_inetd inetd 3 1000000 "$chk" echo
 case_inetd chain 1 300000 env XSOCK_X=1 "$chk" echo
+# closefrom(3) and close_range(2) in the service (sshd, Python's subprocess)
+# pass over the stack's descriptors, before an exec and after one
+case_inetd closefrom 2 500000 "$chk" closefrom "$chk" echo
 
 # reexec: no fork, the same process image replaced
 port=$(xs_free_port)

@@ -23,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/close_range.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -244,6 +245,21 @@ static int do_reexec2(int fd)
 	return 0;
 }
 
+/* What daemons do with the descriptors they did not open (sshd after its
+ * re-exec, Python's subprocess in the child): close them all, then go on
+ * (here: exec the service) with the inherited connection. */
+static int do_closefrom(char **argv)
+{
+	closefrom(3);
+	if (close_range(3, ~0U, 0) < 0 || close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		perror("closefrom: close_range");
+		return 1;
+	}
+	execvp(argv[0], argv);
+	perror("closefrom: execvp");
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -253,6 +269,8 @@ int main(int argc, char **argv)
 		return do_echo();
 	if (argc == 4 && !strcmp(argv[1], "client"))
 		return do_client(atoi(argv[2]), strtoul(argv[3], NULL, 0));
+	if (argc >= 3 && !strcmp(argv[1], "closefrom"))
+		return do_closefrom(argv + 2);
 	if (argc == 3 && !strcmp(argv[1], "reexec"))
 		return do_reexec(atoi(argv[2]), "/proc/self/exe");
 	if (argc == 3 && !strcmp(argv[1], "reexec2"))

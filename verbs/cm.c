@@ -119,7 +119,7 @@ static struct cm_chan *chan_new(void)
 		return NULL;
 	/* Blocking eventfd: O_NONBLOCK stays the application's choice, and
 	 * we only read it when it is known to be non-zero. */
-	c->ch.fd = xsock_fd_high(eventfd(0, EFD_CLOEXEC));
+	c->ch.fd = xs_fd_keep(xsock_fd_high(eventfd(0, EFD_CLOEXEC)));
 	if (c->ch.fd < 0) {
 		free(c);
 		return NULL;
@@ -266,7 +266,7 @@ static void chan_free(struct cm_chan *c)
 	}
 	c->tail = NULL;
 	c->destroyed = true;
-	close(c->ch.fd);
+	xs_fd_close(c->ch.fd);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_lock(&chan_graveyard_lock);
 	c->grave_next = chan_graveyard;

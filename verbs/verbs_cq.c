@@ -96,7 +96,7 @@ XS_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
 		return NULL;
 	}
 	c->ch.context = context;
-	c->ch.fd = xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE));
+	c->ch.fd = xs_fd_keep(xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE)));
 	if (c->ch.fd < 0) {
 		int e = errno;
 
@@ -132,7 +132,7 @@ XS_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	if (c->live_next)
 		c->live_next->live_prev = c->live_prev;
 	pthread_mutex_unlock(&channels_lock);
-	close(c->ch.fd);
+	xs_fd_close(c->ch.fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c->fifo);
 	free(c);

@@ -177,15 +177,15 @@ XS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	c = &x->vctx.context;
 	c->device = device;
-	c->cmd_fd = eventfd(0, EFD_CLOEXEC);
-	c->async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	c->cmd_fd = xs_fd_keep(eventfd(0, EFD_CLOEXEC));
+	c->async_fd = xs_fd_keep(eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE));
 	if (c->cmd_fd < 0 || c->async_fd < 0) {
 		int e = errno;
 
 		if (c->cmd_fd >= 0)
-			close(c->cmd_fd);
+			xs_fd_close(c->cmd_fd);
 		if (c->async_fd >= 0)
-			close(c->async_fd);
+			xs_fd_close(c->async_fd);
 		free(x);
 		errno = e;
 		return NULL;
@@ -210,8 +210,8 @@ XS_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct xs_context *x = to_xs_context(context);
 
-	close(context->cmd_fd);
-	close(context->async_fd);
+	xs_fd_close(context->cmd_fd);
+	xs_fd_close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&x->ev_lock);
 	free(x->evq);

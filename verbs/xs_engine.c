@@ -278,7 +278,7 @@ static void engine_init(void)
 {
 	int rc;
 
-	eng.wake_fd = eventfd(0, EFD_CLOEXEC);
+	eng.wake_fd = xs_fd_keep(eventfd(0, EFD_CLOEXEC));
 	if (eng.wake_fd < 0) {
 		eng.init_err = -errno;
 		return;
@@ -286,14 +286,16 @@ static void engine_init(void)
 	rc = io_uring_queue_init(256, &eng.ring, 0);
 	if (rc < 0) {
 		eng.init_err = rc;
-		close(eng.wake_fd);
+		xs_fd_close(eng.wake_fd);
 		return;
 	}
+	xs_fd_keep(eng.ring.ring_fd);
 	rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
 	if (rc) {
 		eng.init_err = -rc;
+		xs_fd_drop(eng.ring.ring_fd);
 		io_uring_queue_exit(&eng.ring);
-		close(eng.wake_fd);
+		xs_fd_close(eng.wake_fd);
 		return;
 	}
 	pthread_detach(eng.thread);
@@ -346,7 +348,7 @@ static void conn_free(struct xs_conn *c)
 	if (c->listener)
 		listener_unref(c->listener);
 	if (c->fd >= 0)
-		close(c->fd);
+		xs_fd_close(c->fd);
 	pthread_mutex_destroy(&c->rx_mu);
 	pthread_mutex_destroy(&c->tx_mu);
 	pthread_cond_destroy(&c->tx_cv);
@@ -383,7 +385,7 @@ static struct xs_conn *conn_new(int fd)
 		free(c);
 		return NULL;
 	}
-	c->fd = fd;
+	c->fd = xs_fd_keep(fd);
 	c->refs = 1; /* the engine's reference; the owner takes one more */
 	pthread_mutex_init(&c->rx_mu, NULL);
 	pthread_mutex_init(&c->tx_mu, NULL);
@@ -448,7 +450,7 @@ static void listener_unref(struct xs_listener *l)
 	pthread_mutex_unlock(&eng.mu);
 	if (last) {
 		listener_list_del(l);
-		close(l->fd);
+		xs_fd_close(l->fd);
 		pthread_mutex_destroy(&l->mu);
 		free(l);
 	}
@@ -1399,6 +1401,7 @@ static void conn_plain(struct xs_conn *c)
 	if (c->poll_armed)
 		poll_cancel(c, TAG_CONN); /* io_uring must drop its hold on the file */
 	c->fd = -1;
+	xs_fd_drop(fd); /* the application's from now on */
 	c->state = CONN_CLOSED;
 	c->owner_gone = true;
 	c->engine_ref_dropped = true;
@@ -1886,7 +1889,7 @@ static void listener_event(struct xs_listener *l)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		struct xs_conn *c = conn_new(fd);
 		if (!c) {
-			close(fd);
+			xs_fd_close(fd);
 			continue;
 		}
 		pthread_mutex_lock(&eng.mu);
@@ -2212,7 +2215,7 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	struct xs_listener *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	l->fd = xs_fd_keep(socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	int one = 1;
 	if (l->fd < 0)
 		goto fail;
@@ -2244,7 +2247,7 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	return l;
 fail_fd:
 	rc = errno;
-	close(l->fd);
+	xs_fd_close(l->fd);
 	errno = rc;
 fail:
 	rc = errno;
@@ -2357,7 +2360,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 	}
 	struct xs_conn *c = conn_new(fd);
 	if (!c) {
-		close(fd);
+		xs_fd_close(fd);
 		return -ENOMEM;
 	}
 	c->initiator = true;
@@ -2683,8 +2686,9 @@ void xs_engine_fork_child(void)
 	atomic_store(&eng.pause_req, false);
 	eng.paused = false;
 	if (eng.started) {
+		xs_fd_drop(eng.ring.ring_fd);
 		io_uring_queue_exit(&eng.ring); /* our mapping and fd only */
-		close(eng.wake_fd);
+		xs_fd_close(eng.wake_fd);
 	}
 	eng.started = false;
 	eng.init_err = 0;

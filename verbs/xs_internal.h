@@ -31,6 +31,16 @@ struct rdma_event_channel;
 
 #define XS_EXPORT __attribute__((visibility("default")))
 
+/* ---- descriptors the stack keeps (xs_fdkeep.c; any thread, no lock) -------- */
+
+/* Record fd as the stack's (closefrom/close_range in libxsock skip it);
+ * returns fd (so it wraps the call that made it; a negative fd is passed
+ * through).  xs_fd_drop forgets it (before it goes to the application);
+ * xs_fd_close forgets and closes it. */
+int xs_fd_keep(int fd);
+void xs_fd_drop(int fd);
+int xs_fd_close(int fd);
+
 /* ---- configuration (environment, read once; see xsock-run(1)) ------------ */
 
 struct xs_config {
