@@ -27,9 +27,39 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 
 _Atomic unsigned xsk_fork_gen;
+
+/* A forked child that may not run the stack: OpenSSH's pre-authentication
+ * child installs a seccomp filter that kills the process on any system
+ * call outside read/write/poll and a few more (eventfd2, io_uring_setup,
+ * dup3 included), and answers open() with EACCES.  Starting the engine or
+ * a relay there would be a SIGSYS; the copy is left unusable instead
+ * (EBUSY), with one line under XSOCK_DEBUG.  Probed once per process, on
+ * its first claim after a fork. */
+static pid_t probed_pid;
+static bool probed_sandbox;
+
+bool xsk_fork_sandboxed(void)
+{
+	pid_t me = getpid();
+	int fd;
+
+	if (probed_pid == me)
+		return probed_sandbox;
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	probed_sandbox = fd < 0 && (errno == EACCES || errno == EPERM);
+	if (fd >= 0)
+		xsk_real.close(fd);
+	probed_pid = me;
+	if (probed_sandbox && xsk_debug())
+		fprintf(stderr, "libxsock: pid %d runs in a system-call sandbox (open is refused): "
+				"its copies of IWARP connections are unusable here (EBUSY)\n",
+			(int)me);
+	return probed_sandbox;
+}
 
 bool xsk_fork_use(struct xsk *s)
 {
@@ -40,6 +70,10 @@ bool xsk_fork_use(struct xsk *s)
 		return false;
 	if (s->claim_gen == g)
 		return true;
+	if (g && xsk_fork_sandboxed()) {
+		s->foreign = true;
+		return false;
+	}
 	s->claim_gen = g;
 	st = xsk_stack();
 	if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)

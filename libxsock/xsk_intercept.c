@@ -183,6 +183,8 @@ static bool relay_take(int fd, struct xsk *s, bool claim, bool rd)
 {
 	int sp = -1, fdfl;
 
+	if (atomic_load(&xsk_fork_gen) && xsk_fork_sandboxed())
+		return false; /* no dup3 there: the copy stays unusable */
 	pthread_mutex_lock(&s->mu);
 	if (s->state == XSK_CONNECTED && (s->foreign || claim) && !xsk_fork_use(s))
 		sp = xsk_relay_client(s, rd);

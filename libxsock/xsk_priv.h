@@ -481,6 +481,9 @@ extern _Atomic unsigned xsk_fork_gen;
  * connection or listener; a socket another process claimed first becomes
  * foreign.  false if s is foreign (the caller reports EBUSY). */
 bool xsk_fork_use(struct xsk *s);
+/* This process may not run the stack (a seccomp sandbox that refuses
+ * open(): OpenSSH's pre-authentication child); probed once per process. */
+bool xsk_fork_sandboxed(void);
 /* accept(): a listener inherited by a child gets a service thread again. */
 void xsk_fork_listener_use(struct xsk *s);
 /* close(): true if closing must not disconnect (the connection is shared
