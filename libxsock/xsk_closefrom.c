@@ -9,7 +9,10 @@
  * (libiwarp's registry), and an IWARP socket (or an epoll set holding one)
  * in the range goes through close() as if the program had closed it.
  * CLOSE_RANGE_CLOEXEC is passed on whole: the stack's own descriptors are
- * close-on-exec already. */
+ * close-on-exec already.  In a vfork child (Python's subprocess closes
+ * there) the descriptor table is the child's but the memory is the
+ * parent's: the IWARP sockets' numbers are closed as plain files there,
+ * libxsock's table is not touched. */
 #include "config.h"
 
 #include <errno.h>
@@ -42,6 +45,7 @@ XSK_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	const struct xsk_stack *st = xsk_stack();
 	int (*next_kept)(int) = st ? st->fd_next_kept : NULL;
 	unsigned cur = first;
+	bool vforked = xsk_vfork_child();
 
 	if (first > last || (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC))) {
 		errno = EINVAL;
@@ -58,7 +62,11 @@ XSK_EXPORT int close_range(unsigned first, unsigned last, int flags)
 			return sys_close_range(cur, last, 0);
 		if ((unsigned)sp > cur && sys_close_range(cur, (unsigned)sp - 1, 0) < 0)
 			return -1;
-		if (!(next_kept && next_kept(sp) == sp))
+		if (next_kept && next_kept(sp) == sp)
+			; /* the stack's */
+		else if (vforked)
+			sys_close_range((unsigned)sp, (unsigned)sp, 0);
+		else
 			close(sp); /* an IWARP socket, or an epoll set with one */
 		cur = (unsigned)sp + 1;
 	}

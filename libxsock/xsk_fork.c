@@ -31,6 +31,10 @@
 #include "libxsock/xsk_priv.h"
 
 _Atomic unsigned xsk_fork_gen;
+/* This process's pid, as fork's child handler saw it: a child of vfork(2)
+ * or clone(2) without a copied address space (Python's subprocess,
+ * posix_spawn) runs no handler and shares the parent's memory. */
+static pid_t xsk_pid;
 
 /* A forked child that may not run the stack: OpenSSH's pre-authentication
  * child installs a seccomp filter that kills the process on any system
@@ -235,14 +239,23 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	xsk_pid = getpid();
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_svc_fork_child();
 	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
 }
 
+bool xsk_vfork_child(void)
+{
+	pid_t p = xsk_pid;
+
+	return p && getpid() != p;
+}
+
 void xsk_fork_register(void)
 {
+	xsk_pid = getpid();
 	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		fprintf(stderr, "libxsock: pthread_atfork failed; fork is unsafe\n");
 }

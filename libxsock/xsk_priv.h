@@ -484,6 +484,9 @@ bool xsk_fork_use(struct xsk *s);
 /* This process may not run the stack (a seccomp sandbox that refuses
  * open(): OpenSSH's pre-authentication child); probed once per process. */
 bool xsk_fork_sandboxed(void);
+/* true in the child of a vfork(2) (memory shared with the parent, which
+ * waits): change nothing of libxsock's state there */
+bool xsk_vfork_child(void);
 /* accept(): a listener inherited by a child gets a service thread again. */
 void xsk_fork_listener_use(struct xsk *s);
 /* close(): true if closing must not disconnect (the connection is shared

@@ -45,6 +45,45 @@ case_inetd chain 1 300000 env XSOCK_X=1 "$chk" echo
 # pass over the stack's descriptors, before an exec and after one
 case_inetd closefrom 2 500000 "$chk" closefrom "$chk" echo
 
+# Python's subprocess (vfork, then close_range in the child, which shares
+# the parent's memory) between the turns of an IWARP conversation
+if command -v python3 >/dev/null 2>&1; then
+    cat >"$tmp/pysub.py" <<'EOF'
+import socket, subprocess, sys
+port = int(sys.argv[1])
+if sys.argv[2] == "srv":
+    s = socket.socket()
+    s.bind(("127.0.0.1", port)); s.listen(4)
+    c, _ = s.accept()
+    for i in range(3):
+        c.sendall(subprocess.run(["echo", "sub%d" % i], capture_output=True).stdout)
+        c.sendall(c.recv(100).upper())
+    c.close()
+else:
+    c = socket.create_connection(("127.0.0.1", port))
+    got = b""
+    for i in range(3):
+        while not got.endswith(b"\n"):
+            got += c.recv(100)
+        c.sendall(b"hello%d" % i)
+        want = b"HELLO%d" % i
+        while not got.endswith(want):
+            got += c.recv(100)
+    print(got.decode().replace("\n", " "))
+EOF
+    port=$(xs_free_port)
+    iwarp_run timeout 60 python3 "$tmp/pysub.py" "$port" srv >"$tmp/py.srv" 2>&1 &
+    srv=$!
+    xs_wait_listen "$port"
+    out=$(iwarp_run timeout 30 python3 "$tmp/pysub.py" "$port" cli 2>&1)
+    wait "$srv"; rc=$?; srv=
+    if [ "$out" = "sub0 HELLO0sub1 HELLO1sub2 HELLO2" ] && [ "$rc" = 0 ]; then
+        echo "python subprocess: three children spawned between turns, the connection intact"
+    else
+        echo "FAIL python subprocess: '$out' (server exit $rc)"; cat "$tmp/py.srv"; fail=1
+    fi
+fi
+
 # reexec: no fork, the same process image replaced
 port=$(xs_free_port)
 iwarp_run timeout 60 "$chk" inetd "$port" 1 "$chk" echo >"$tmp/re.srv" 2>&1 &
