@@ -72,6 +72,7 @@ pg_case() {
     # shellcheck disable=SC2086
     if ! $crun timeout 60 "$pgbin/pgbench" $c -i -q postgres >"$tmp/$name.init" 2>&1; then
         echo "FAIL $name: pgbench -i"; cat "$tmp/$name.init"; fail=1
+        echo "---- the server's log"; tail -20 "$tmp/$name.srv"
     fi
     for k in rw ro; do
         s=; [ $k = ro ] && s=-S
