@@ -169,6 +169,9 @@ struct xs_conn {
 	 * initiator's RTR arrived (rtr_wait); an initiator that sent a Read RTR
 	 * absorbs the zero-length Read Response (rtr_rresp). */
 	bool rtr_wait;
+	/* the Read RTR's answer is queued for the engine (it came in on an
+	 * application thread's receive): the ULP may not send before it */
+	bool rtr_answering;
 	bool rtr_rresp;
 	bool rtr_eat_last; /* the tagged message being placed is the RTR's */
 	struct ddp_queue *q_readreq; /* the QP's IRD buffers (QN 1) */
@@ -661,7 +664,7 @@ static int tx_acquire(struct xs_conn *c)
 	if (xs_conn_claim(c) < 0)
 		return -EBUSY;
 	pthread_mutex_lock(&c->tx_mu);
-	while ((c->tx_busy || c->rtr_wait) && !c->dead)
+	while ((c->tx_busy || c->rtr_wait || c->rtr_answering) && !c->dead)
 		pthread_cond_wait(&c->tx_cv, &c->tx_mu);
 	if (c->dead || c->state != CONN_ESTABLISHED) {
 		pthread_mutex_unlock(&c->tx_mu);
@@ -886,6 +889,10 @@ static void engine_tx(struct xs_conn *c)
 		return; /* the owner kicks us when it releases */
 	}
 	if (!c->tx_busy && !c->rr_count && !c->disconnect_asked) {
+		if (c->rtr_answering) {
+			c->rtr_answering = false;
+			pthread_cond_broadcast(&c->tx_cv);
+		}
 		pthread_mutex_unlock(&c->tx_mu);
 		return;
 	}
@@ -911,6 +918,8 @@ static void engine_tx(struct xs_conn *c)
 	pthread_mutex_lock(&c->tx_mu);
 	c->tx_busy = false;
 	c->tx_engine = false;
+	if (!c->rr_count)
+		c->rtr_answering = false; /* the Read RTR's answer is out */
 	bool fin = c->disconnect_asked && !c->fin_sent;
 	if (fin)
 		c->fin_sent = true;
@@ -967,7 +976,12 @@ static int conn_resolve(void *ctx, uint32_t stag, uint64_t to, uint32_t len, uin
 
 /* Untagged input while the responder waits for the RTR: a zero-length Read
  * Request is the Read RTR (answered with a zero-length Read Response, its
- * IRD buffer handed back).  true if it was consumed here. */
+ * IRD buffer handed back).  true if it was consumed here.  The answer goes
+ * out before any ULP FPDU: on the engine thread at once; from an
+ * application thread's receive (ibv_poll_cq) the engine sends it and the
+ * ULP waits for that (rtr_answering): engine_tx is the engine's alone, two
+ * threads in it would both own the tx side (a doubled answer, the
+ * initiator Terminates). */
 static bool rtr_untagged(struct xs_conn *c, uint32_t qn, const struct ddp_delivery *d)
 {
 	struct rdmap_read_req rr;
@@ -979,10 +993,19 @@ static bool rtr_untagged(struct xs_conn *c, uint32_t qn, const struct ddp_delive
 	    rr.size == 0) {
 		if (ddp_queue_post(c->q_readreq, d->addr, RDMAP_READ_REQ_LEN, NULL) < 0)
 			xs_log("P2P: IRD buffer lost");
-		if (xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, NULL, 0) < 0)
+		if (!on_engine_thread) {
+			pthread_mutex_lock(&c->tx_mu);
+			c->rtr_answering = true;
+			pthread_mutex_unlock(&c->tx_mu);
+		}
+		if (xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, NULL, 0) < 0) {
 			xs_log("P2P: Read RTR not answered");
-		else
-			engine_tx(c); /* the answer goes out first, before any ULP FPDU */
+			pthread_mutex_lock(&c->tx_mu);
+			c->rtr_answering = false;
+			pthread_mutex_unlock(&c->tx_mu);
+		} else if (on_engine_thread) {
+			engine_tx(c);
+		}
 		rtr_done(c);
 		return true;
 	}
