@@ -31,6 +31,25 @@ as_pg=
 xs_scratch
 xs_capture_ok transactions
 chmod 711 "$tmp"
+# The server runs as postgres: ld.so must be able to read the preloaded
+# libraries as that user, or it ignores the preload (one line on stderr)
+# and the server runs plain.  A build tree in a private directory (CI's
+# `mktemp -d` clone is 0700) is not readable to it: then the server gets
+# copies in the scratch directory.
+srv_iwarp=iwarp_run srv_plain=plain_run
+if [ -n "$as_pg" ] && ! $as_pg test -r "$socklib"; then
+    mkdir "$tmp/lib"
+    cp "${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so.0" "$socklib" "$tmp/lib/"
+    chmod 755 "$tmp/lib"; chmod 644 "$tmp/lib/"*
+    srvlibs="$tmp/lib/libiwarp.so.0 $tmp/lib/libxsock.so.0"
+    srv_iwarp=srv_iwarp_copy srv_plain=srv_plain_copy
+fi
+srv_iwarp_copy() {
+    LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$srvlibs" XSOCK_IWARP=all XSOCK_RULES= XSOCK_CONFIG= "$@"
+}
+srv_plain_copy() {
+    LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$srvlibs" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= "$@"
+}
 pgdata=$tmp/pg
 mkdir "$pgdata" "$tmp/sock"
 [ -n "$as_pg" ] && chown postgres "$pgdata" "$tmp/sock"
@@ -100,12 +119,15 @@ pg_case() {
         echo "FAIL $name: psql got '$got'"; fail=1
     fi
     pg_stop "$name"
+    if grep -q "cannot be preloaded" "$tmp/$name.srv"; then
+        echo "FAIL $name: the server ran without the preload"; grep "cannot be preloaded" "$tmp/$name.srv"; fail=1
+    fi
     capture_end "$name" "$4"
 }
 
-pg_case iwarp iwarp_run iwarp_run iwarp; a_rw=$tps_rw a_ro=$tps_ro
-pg_case mixed iwarp_run plain_run plain; m_rw=$tps_rw m_ro=$tps_ro
-pg_case plain plain_run plain_run plain
+pg_case iwarp $srv_iwarp iwarp_run iwarp; a_rw=$tps_rw a_ro=$tps_ro
+pg_case mixed $srv_iwarp plain_run plain; m_rw=$tps_rw m_ro=$tps_ro
+pg_case plain $srv_plain plain_run plain
 awk -v a="$a_rw" -v b="$a_ro" -v m="$m_rw" -v n="$m_ro" -v p="$tps_rw" -v q="$tps_ro" 'BEGIN {
     printf "pgbench tps xsock/plain: TPC-B %.2fx (%.0f/%.0f), select-only %.2fx (%.0f/%.0f); mixed %.2fx, %.2fx\n",
         (p > 0 ? a / p : 0), a, p, (q > 0 ? b / q : 0), b, q, (p > 0 ? m / p : 0), (q > 0 ? n / q : 0) }'
