@@ -58,12 +58,18 @@ static void test_device(void)
 	CHECK_EQ_U(da.atomic_cap, IBV_ATOMIC_NONE);
 	CHECK_EQ_U(da.max_sge, XS_MAX_SGE);
 	CHECK_EQ_U(da.phys_port_cnt, 1);
-	CHECK_EQ_U(da.vendor_id, 0);
+	CHECK_EQ_U(da.vendor_id, XS_VENDOR_ID);
+	CHECK_EQ_U(da.vendor_part_id, XS_VENDOR_PART_ID);
 	/* inline wrappers that go through the verbs_context */
 	memset(&dax, 0xaa, sizeof(dax));
 	CHECK_EQ_U(ibv_query_device_ex(ctx, NULL, &dax), 0);
 	CHECK_EQ_U(dax.orig_attr.max_qp_wr, XS_MAX_QP_WR);
 	CHECK_EQ_U(dax.comp_mask, 0);
+	CHECK_EQ_U(dax.phys_port_cnt_ex, da.phys_port_cnt);
+	CHECK_EQ_U(dax.orig_attr.vendor_id, da.vendor_id);
+	CHECK_EQ_U(dax.orig_attr.node_guid, da.node_guid);
+	CHECK_EQ_U(dax.orig_attr.max_cqe, da.max_cqe);
+	CHECK_EQ_U(dax.orig_attr.max_qp_rd_atom, da.max_qp_rd_atom);
 	memset(&pa, 0xaa, sizeof(pa));
 	CHECK_EQ_U(ibv_query_port(ctx, 1, &pa), 0);
 	CHECK_EQ_U(pa.state, IBV_PORT_ACTIVE);

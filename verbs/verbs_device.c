@@ -31,45 +31,78 @@ static struct ibv_device xs_device = {
 	.ibdev_path = "/sys/class/infiniband/xsock0",
 };
 
-/* Identity from the first non-loopback interface with a MAC: the GID is the
- * MAC padded with zeros (as iWARP RNICs report it), the GUID its EUI-64.
- * Without such an interface: a zero GID and a GUID hashed from the hostname. */
+/* Identity from the MAC of the interface that carries the default route
+ * (else the first non-loopback interface with a MAC), as siw derives its
+ * GID from its netdev's MAC: the GID is the MAC padded with zeros, the GUID
+ * its EUI-64.  A host with no such interface (only lo: a bare network
+ * namespace) gets a locally administered MAC hashed from the hostname, so
+ * the GID is never all zeros (test suites skip such a port). */
 static pthread_once_t xs_ident_once = PTHREAD_ONCE_INIT;
 static union ibv_gid xs_gid;
 static __be64 xs_guid;
 
-static void xs_ident_load(void)
+/* The interface of the IPv4 default route, or "" (/proc/net/route). */
+static void xs_default_iface(char name[IF_NAMESIZE])
+{
+	char line[256], ifn[IF_NAMESIZE + 1];
+	unsigned long dst;
+	FILE *f = fopen("/proc/net/route", "re");
+
+	name[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%16s %lx", ifn, &dst) == 2 && dst == 0 &&
+		    strlen(ifn) < IF_NAMESIZE) {
+			strcpy(name, ifn);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static bool xs_mac_of(const char *want, uint8_t mac[6])
 {
 	struct ifaddrs *ifa = NULL, *i;
-	uint8_t mac[6];
 	bool have = false;
 
-	if (getifaddrs(&ifa) == 0) {
-		for (i = ifa; i && !have; i = i->ifa_next) {
-			const struct sockaddr_ll *ll = (const void *)i->ifa_addr;
+	if (getifaddrs(&ifa) < 0)
+		return false;
+	for (i = ifa; i && !have; i = i->ifa_next) {
+		const struct sockaddr_ll *ll = (const void *)i->ifa_addr;
 
-			if (!ll || ll->sll_family != AF_PACKET || (i->ifa_flags & IFF_LOOPBACK) ||
-			    ll->sll_halen != 6)
-				continue;
-			memcpy(mac, ll->sll_addr, 6);
-			have = (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
-		}
-		freeifaddrs(ifa);
+		if (!ll || ll->sll_family != AF_PACKET || (i->ifa_flags & IFF_LOOPBACK) ||
+		    !(i->ifa_flags & IFF_UP) ||
+		    ll->sll_halen != 6 || (want && strcmp(i->ifa_name, want) != 0))
+			continue;
+		memcpy(mac, ll->sll_addr, 6);
+		have = (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
 	}
-	if (have) {
-		uint8_t g[8] = { mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5] };
+	freeifaddrs(ifa);
+	return have;
+}
 
-		memcpy(xs_gid.raw, mac, 6);
-		memcpy(&xs_guid, g, 8);
-	} else {
+static void xs_ident_load(void)
+{
+	char dflt[IF_NAMESIZE];
+	uint8_t mac[6];
+
+	xs_default_iface(dflt);
+	if (!(dflt[0] && xs_mac_of(dflt, mac)) && !xs_mac_of(NULL, mac)) {
 		char host[256] = "xsock";
 		uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
 
 		gethostname(host, sizeof(host) - 1);
 		for (const char *p = host; *p; p++)
 			h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-		xs_guid = htobe64(h);
+		for (int k = 0; k < 6; k++)
+			mac[k] = (uint8_t)(h >> (8 * k));
+		mac[0] = (uint8_t)((mac[0] & 0xfe) | 0x02); /* unicast, locally administered */
 	}
+	uint8_t g[8] = { mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5] };
+
+	memcpy(xs_gid.raw, mac, 6);
+	memcpy(&xs_guid, g, 8);
 }
 
 static void xs_ident(void)
@@ -264,6 +297,9 @@ static void xs_fill_device_attr(struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_NONE;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
+	a->vendor_id = XS_VENDOR_ID;
+	a->vendor_part_id = XS_VENDOR_PART_ID;
+	a->hw_ver = 1;
 }
 
 XS_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
@@ -279,8 +315,16 @@ static int xs_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 {
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
+	if (in && in->comp_mask)
+		return EINVAL; /* rdma-core: no input fields are defined */
 	memset(attr, 0, attr_size);
 	xs_fill_device_attr(&attr->orig_attr);
+	/* the extended fields a caller's (older) struct has room for */
+	if (attr_size >= offsetof(struct ibv_device_attr_ex, phys_port_cnt_ex) +
+				 sizeof(attr->phys_port_cnt_ex))
+		attr->phys_port_cnt_ex = 1;
+	if (attr_size >= offsetof(struct ibv_device_attr_ex, max_dm_size))
+		attr->max_dm_size = 0;
 	return 0;
 }
 
@@ -336,6 +380,53 @@ XS_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int i
 	xs_ident();
 	*gid = xs_gid;
 	return 0;
+}
+
+/* ibv_query_gid_ex(3): 0 or an errno; entry_size is the caller's
+ * sizeof(struct ibv_gid_entry).  The one entry is type IB, as the kernel
+ * reports an iWARP device's GIDs (no RoCE GID table, no netdev index). */
+static int xs_gid_entry(uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *e)
+{
+	if (port_num != XS_PORT_NUM || gid_index != 0)
+		return EINVAL;
+	xs_ident();
+	memset(e, 0, sizeof(*e));
+	e->gid = xs_gid;
+	e->gid_index = 0;
+	e->port_num = XS_PORT_NUM;
+	e->gid_type = IBV_GID_TYPE_IB;
+	e->ndev_ifindex = 0;
+	return 0;
+}
+
+XS_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+				uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags,
+				size_t entry_size)
+{
+	struct ibv_gid_entry e;
+	int rc;
+
+	if (!context || !entry || flags || entry_size < sizeof(e))
+		return EINVAL;
+	rc = xs_gid_entry(port_num, gid_index, &e);
+	if (rc)
+		return rc;
+	memset(entry, 0, entry_size);
+	memcpy(entry, &e, sizeof(e));
+	return 0;
+}
+
+/* ibv_query_gid_table(3): the number of entries, or -errno. */
+XS_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+				       size_t max_entries, uint32_t flags, size_t entry_size)
+{
+	if (!context || flags || entry_size < sizeof(struct ibv_gid_entry))
+		return -EINVAL;
+	if (max_entries < 1 || !entries)
+		return -EINVAL; /* rdma-core: the table has more entries than room */
+	memset(entries, 0, entry_size);
+	xs_gid_entry(XS_PORT_NUM, 0, entries);
+	return 1;
 }
 
 XS_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,

@@ -17,6 +17,10 @@
 #define XS_DEVICE_NAME "xsock0"
 #define XS_FW_VER "xsock 0.1"
 #define XS_PORT_NUM 1
+/* Identity (libiwarp(7)): siw's vendor ID, the software iWARP devices'
+ * (tools key their siw handling on it), and "xs" as the part. */
+#define XS_VENDOR_ID 0x626d74
+#define XS_VENDOR_PART_ID 0x7873
 
 struct xs_context {
 	struct verbs_context vctx; /* rdma-core layout; context is its last member */
