@@ -276,6 +276,27 @@ static void test_cq(void)
 	CHECK(wc[0].wr_id == 0 && wc[1].wr_id == 1);
 	CHECK_EQ_U(ibv_poll_cq(cq, 8, wc), 1);
 	CHECK_EQ_U(wc[0].wr_id, 2);
+	/* resize keeps what is pending, in order; never below it */
+	for (int i = 0; i < 6; i++) {
+		w.wr_id = (uint64_t)(10 + i);
+		CHECK_EQ_U(xs_cq_push(cq, &w, false), 0);
+		if (i == 1)
+			CHECK_EQ_U(ibv_poll_cq(cq, 1, wc), 1); /* the ring's head moves */
+	}
+	CHECK_EQ_U(ibv_resize_cq(cq, 4), EINVAL);
+	CHECK_EQ_U(ibv_resize_cq(cq, 0), EINVAL);
+	CHECK_EQ_U(ibv_resize_cq(cq, XS_MAX_CQE + 1), EINVAL);
+	CHECK_EQ_U(ibv_resize_cq(cq, 100), 0);
+	CHECK(cq->cqe >= 100);
+	for (int i = 0; i < 20; i++)
+		CHECK_EQ_U(xs_cq_push(cq, &w, false), 0);
+	CHECK_EQ_U(ibv_poll_cq(cq, 5, wc), 5);
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ_U(wc[i].wr_id, 11 + i);
+	while (ibv_poll_cq(cq, 8, wc) > 0)
+		;
+	CHECK_EQ_U(ibv_resize_cq(cq, 5), 0);
+	CHECK_EQ_U(cq->cqe, 8);
 	/* armed: the next completion fires once */
 	CHECK_EQ_U(ibv_req_notify_cq(cq, 0), 0);
 	xs_cq_push(cq, &w, false);

@@ -433,9 +433,37 @@ XS_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
+/* A new ring of at least cqe entries (a power of two, as created), the
+ * pending completions moved over in order.  EINVAL if they would not fit
+ * or cqe is out of range (as a provider's resize), ENOMEM. */
 XS_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	return EOPNOTSUPP;
+	struct xs_cq *x = (struct xs_cq *)cq;
+	struct ibv_wc *ring;
+	unsigned cap = 1;
+
+	if (!cq || cqe < 1 || cqe > XS_MAX_CQE)
+		return EINVAL;
+	while (cap < (unsigned)cqe)
+		cap <<= 1;
+	ring = calloc(cap, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+	pthread_mutex_lock(&x->lock);
+	if (x->count > cap) {
+		pthread_mutex_unlock(&x->lock);
+		free(ring);
+		return EINVAL;
+	}
+	for (unsigned i = 0; i < x->count; i++)
+		ring[i] = x->ring[(x->head + i) & (x->cap - 1)];
+	free(x->ring);
+	x->ring = ring;
+	x->head = 0;
+	x->cap = cap;
+	cq->cqe = (int)cap;
+	pthread_mutex_unlock(&x->lock);
+	return 0;
 }
 
 static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
