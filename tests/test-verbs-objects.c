@@ -477,6 +477,96 @@ static void test_qp_states(void)
 }
 
 /* The data path against the fake engine. */
+/* The extended post API: a batch built with ibv_wr_* goes out as one
+ * post; a mistake anywhere refuses the whole batch. */
+static void test_qpx(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	static uint8_t buf[256];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp_init_attr_ex ax = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 3, .max_recv_wr = 2, .max_send_sge = 2, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+	};
+	struct xs_conn c = { .rx_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct mpa_agreed ag = { .rev = 2, .ird = 1, .ord = 1 };
+	struct ibv_wc wc[4];
+	struct ibv_qp *plain, *qp;
+	struct ibv_qp_ex *qx;
+
+	REQUIRE(cq && mr);
+	/* ops iWARP has not (immediate data, atomics) are refused at creation */
+	ax.send_ops_flags |= IBV_QP_EX_WITH_SEND_WITH_IMM;
+	errno = 0;
+	CHECK(ibv_create_qp_ex(ctx, &ax) == NULL && errno == EOPNOTSUPP);
+	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	qp = ibv_create_qp_ex(ctx, &ax);
+	REQUIRE(qp);
+	plain = make_qp(cq, 1);
+	REQUIRE(plain);
+	CHECK(ibv_qp_to_qp_ex(plain) == NULL);
+	qx = ibv_qp_to_qp_ex(qp);
+	REQUIRE(qx && &qx->qp_base == qp);
+	CHECK_EQ_U(modify_state(qp, IBV_QPS_INIT), 0);
+	CHECK_EQ_U(xs_qp_bind_conn(qp, &c, &ag), 0);
+
+	memcpy(buf, "hello", 5);
+	ibv_wr_start(qx);
+	qx->wr_id = 7;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 5);
+	qx->wr_id = 8;
+	ibv_wr_rdma_write(qx, 0x77, 0x1000);
+	static char inl[] = "inl";
+
+	ibv_wr_set_inline_data(qx, inl, 3);
+	CHECK_EQ_U(ibv_wr_complete(qx), 0);
+	CHECK(c.nsend == 1 && c.ntagged == 1 && c.last_stag == 0x77 && c.last_to == 0x1000 &&
+	      c.len == 3);
+	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 2);
+	CHECK(wc[0].wr_id == 7 && wc[0].opcode == IBV_WC_SEND && wc[1].wr_id == 8 &&
+	      wc[1].opcode == IBV_WC_RDMA_WRITE && wc[1].status == IBV_WC_SUCCESS);
+
+	/* refused as a whole: an op the QP was not created for, too many WRs,
+	 * inline data past the limit, an SGE list longer than max_send_sge */
+	static char big[XS_MAX_INLINE + 1];
+	struct ibv_sge three[3] = { { (uintptr_t)buf, 1, mr->lkey }, { (uintptr_t)buf, 1, mr->lkey },
+				    { (uintptr_t)buf, 1, mr->lkey } };
+
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_rdma_read(qx, 1, 0);
+	CHECK_EQ_U(ibv_wr_complete(qx), EOPNOTSUPP);
+	ibv_wr_start(qx);
+	for (int i = 0; i < 4; i++)
+		ibv_wr_send(qx);
+	CHECK_EQ_U(ibv_wr_complete(qx), ENOMEM);
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_inline_data(qx, big, sizeof(big));
+	CHECK_EQ_U(ibv_wr_complete(qx), EINVAL);
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge_list(qx, 3, three);
+	CHECK_EQ_U(ibv_wr_complete(qx), EINVAL);
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_abort(qx);
+	CHECK(c.nsend == 1 && c.ntagged == 1); /* none of those went out */
+	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 0);
+
+	CHECK_EQ_U(ibv_destroy_qp(qp), 0);
+	CHECK_EQ_U(ibv_destroy_qp(plain), 0);
+	CHECK_EQ_U(ibv_dereg_mr(mr), 0);
+	CHECK_EQ_U(ibv_destroy_cq(cq), 0);
+}
+
 static void test_qp_conn(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -748,6 +838,7 @@ int main(void)
 	test_cq();
 	test_qp_states();
 	test_qp_conn();
+	test_qpx();
 	test_qp_cork();
 	CHECK_EQ_U(ibv_dealloc_pd(pd), 0);
 	CHECK_EQ_U(ibv_close_device(ctx), 0);

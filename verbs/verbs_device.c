@@ -784,8 +784,3 @@ XS_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	return EOPNOTSUPP;
 }
 
-XS_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	errno = EOPNOTSUPP; /* no ibv_wr_* API yet: apps fall back to post_send */
-	return NULL;
-}

@@ -109,4 +109,21 @@ int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn);
 void xs_cq_del_conn(struct ibv_cq *cq, struct xs_conn *conn);
 
+/* ---- extended post API (verbs_qpx.c) ------------------------------------- */
+
+/* The ibv_wr_* ops a QP can be created with: what ibv_post_send takes. */
+#define XS_QPX_SEND_OPS                                                                  \
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE | \
+	 IBV_QP_EX_WITH_RDMA_READ)
+
+struct xs_wrb;
+/* Give qx (the QP's own ibv_qp_ex) its ibv_wr_* ops and a builder sized
+ * for cap (creating thread, before the QP is published).  0, EOPNOTSUPP
+ * for send_ops beyond XS_QPX_SEND_OPS, ENOMEM. */
+int xs_qpx_init(struct ibv_qp_ex *qx, uint64_t send_ops, const struct ibv_qp_cap *cap,
+		struct xs_wrb **out);
+void xs_qpx_destroy(struct xs_wrb *b);
+/* The builder of a QP created with send ops (verbs_qp.c), else NULL. */
+struct xs_wrb *xs_qp_wrb(struct ibv_qp *qp);
+
 #endif

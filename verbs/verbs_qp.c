@@ -57,7 +57,11 @@ struct xs_read {
 };
 
 struct xs_qp {
-	struct ibv_qp qp;
+	union { /* rdma-core: an extended QP's qp_base is the QP itself */
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;
+	};
+	struct xs_wrb *wrb; /* ibv_wr_* builder (created with send ops) */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
 	pthread_mutex_t lock;
@@ -563,14 +567,21 @@ nomem:
 	return NULL;
 }
 
-/* The ex entry point (ibv_create_qp_ex, rdma_create_qp_ex): PD-only masks. */
+/* The ex entry point (ibv_create_qp_ex, rdma_create_qp_ex): a PD, and send
+ * ops for the ibv_wr_* API (verbs_qpx.c). */
 struct ibv_qp *xs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ax)
 {
 	struct ibv_qp_init_attr a;
 	struct ibv_qp *qp;
+	int rc;
 
-	if (ax->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) {
+	if (ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (ax->send_ops_flags & ~(uint64_t)XS_QPX_SEND_OPS)) {
+		errno = EOPNOTSUPP; /* immediate data, atomics, MW, TSO */
 		return NULL;
 	}
 	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD)) {
@@ -586,9 +597,36 @@ struct ibv_qp *xs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 	a.qp_type = ax->qp_type;
 	a.sq_sig_all = ax->sq_sig_all;
 	qp = ibv_create_qp(ax->pd, &a);
-	if (qp)
-		ax->cap = a.cap;
+	if (!qp)
+		return NULL;
+	ax->cap = a.cap;
+	if (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		struct xs_qp *q = to_xs_qp(qp);
+
+		rc = xs_qpx_init(&q->qpx, ax->send_ops_flags, &q->cap, &q->wrb);
+		if (rc) {
+			ibv_destroy_qp(qp);
+			errno = rc;
+			return NULL;
+		}
+	}
 	return qp;
+}
+
+XS_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+
+	if (!ibqp || !q->wrb) {
+		errno = EOPNOTSUPP; /* created without send ops: ibv_post_send */
+		return NULL;
+	}
+	return &q->qpx;
+}
+
+struct xs_wrb *xs_qp_wrb(struct ibv_qp *ibqp)
+{
+	return to_xs_qp(ibqp)->wrb;
 }
 
 XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
@@ -627,6 +665,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	free(q->ird_bufs);
 	free(q->rwr);
 	free(q->sgs);
+	xs_qpx_destroy(q->wrb);
 	free(q);
 	__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
 	return 0;
