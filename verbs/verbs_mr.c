@@ -45,8 +45,19 @@ XS_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return &p->pd;
 }
 
+/* A PD with MRs on it is busy (EBUSY, as the kernel says): freeing it
+ * left the MRs pointing at freed memory. */
 XS_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	unsigned busy;
+
+	if (!pd)
+		return EINVAL;
+	pthread_rwlock_rdlock(&mr_lock);
+	busy = ((struct xs_pd *)pd)->mrs;
+	pthread_rwlock_unlock(&mr_lock);
+	if (busy)
+		return EBUSY;
 	free(pd);
 	return 0;
 }
@@ -195,6 +206,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t length, uint6
 		errno = ENOMEM;
 		return NULL;
 	}
+	((struct xs_pd *)pd)->mrs++;
 	pthread_rwlock_unlock(&mr_lock);
 	return &m->mr;
 }
@@ -237,6 +249,7 @@ XS_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 		pthread_rwlock_unlock(&mr_lock);
 		return EINVAL;
 	}
+	((struct xs_pd *)mr->pd)->mrs--;
 	pthread_rwlock_unlock(&mr_lock);
 	free(m);
 	return 0;

@@ -63,6 +63,7 @@ struct ibv_qp *xs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 
 struct xs_pd {
 	struct ibv_pd pd;
+	unsigned mrs; /* MRs registered on it (under the MR table lock) */
 };
 
 struct xs_mr {
