@@ -1898,3 +1898,23 @@ struct xs_listener *xs_cm_listener(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&c->lock);
 	return l;
 }
+
+/* Enhanced Connection Establishment rides IB CM REQ/REP: an MPA exchange
+ * has no room for it.  Carried because librdmacm's own versions reach into
+ * its private id (container_of an xsock id: out of bounds). */
+XS_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	return cm_err(id && ece ? EOPNOTSUPP : EINVAL);
+}
+
+XS_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	return cm_err(id && ece ? EOPNOTSUPP : EINVAL);
+}
+
+/* The ECE reject reason has nowhere to go: a plain MPA reject. */
+XS_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			      uint8_t private_data_len)
+{
+	return rdma_reject(id, private_data, private_data_len);
+}
