@@ -389,6 +389,7 @@ struct vconn {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *scq, *rcq;
 	struct ibv_mr *msg_mr; /* LAT_RECVS + 1 message buffers */
+	struct ibv_mr *data_mr; /* the bandwidth buffer's, or NULL */
 	uint8_t *msgs;
 	uint64_t deadline;
 };
@@ -529,6 +530,8 @@ static void v_teardown(struct vconn *v, bool initiator)
 	rdma_ack_cm_event(ev);
 	rdma_destroy_qp(v->id);
 	ibv_dereg_mr(v->msg_mr);
+	if (v->data_mr) /* before its PD: a PD with MRs is EBUSY */
+		ibv_dereg_mr(v->data_mr);
 	free(v->msgs);
 	ibv_destroy_cq(v->scq);
 	ibv_destroy_cq(v->rcq);
@@ -676,8 +679,8 @@ static int rdma_bw_server(int port_fd)
 	r.sum = checksum(b.buf, b.len);
 	r.bytes = d.bytes;
 	v_send_msg(&v, &r, sizeof(r));
+	v.data_mr = b.mr;
 	v_teardown(&v, false);
-	ibv_dereg_mr(b.mr);
 	free(b.buf);
 	return r.sum == d.sum ? 0 : 1;
 }
@@ -758,8 +761,8 @@ static int rdma_bw(void)
 		fail("rdma bw: no acknowledgement");
 	v_wait_recv(&v, &wc, true);
 	memcpy(&r, v.msgs + wc.wr_id * MSG_LEN, sizeof(r));
+	v.data_mr = mr;
 	v_teardown(&v, true);
-	ibv_dereg_mr(mr);
 	free(src);
 	int rc = reap_server();
 	if (r.magic != MAGIC_DONE || r.what != 2 || r.sum != d.sum || rc) {
