@@ -715,6 +715,9 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		ddp_queue_destroy(&q->rrq);
 		ddp_queue_destroy(&q->tq);
 	}
+	xs_cq_clean_qp(ibqp->send_cq, ibqp->qp_num);
+	if (ibqp->recv_cq != ibqp->send_cq)
+		xs_cq_clean_qp(ibqp->recv_cq, ibqp->qp_num);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	xs_async_forget(ibqp->context, ibqp); /* no upcall can queue one any more */
