@@ -15,7 +15,8 @@
  * asynchronous error and the flush.  An RDMA Read completes with the
  * status the Terminate maps to (RDMAP Remote Protection -> REM_ACCESS_ERR).
  *
- * Then: modify_qp(ERR) flushing in order, rdma_disconnect with WRs
+ * Then: modify_qp(ERR) flushing in order, send queue completions in WR
+ * order (Sends behind a Read), rdma_disconnect with WRs
  * outstanding, a SIGKILLed peer, and invalid application input. */
 #include "config.h"
 
@@ -377,6 +378,94 @@ static void test_modify_err_flush(void)
 out:
 	free_ep(&s);
 	raw_close(&r);
+}
+
+/* ---- send queue completion order ------------------------------------------------- */
+
+/* Completions keep WR order on a send queue (verbs; libfabric's verbs
+ * provider pops its own WR list per completion and corrupts it otherwise):
+ * Sends posted behind an RDMA Read complete after it, here never (the raw
+ * peer does not answer) until modify_qp(ERR) flushes all in order, the
+ * successful unsignaled Send with no completion.  Then over a real pair:
+ * Read, Send, Write complete in that order. */
+static void test_sq_order(void)
+{
+	struct ibv_wc wc[MAXWC];
+	struct mpa_prefs p;
+	struct mpa_frame req;
+	struct raw r;
+	struct ep s, c;
+	int n;
+
+	raw_connect(&r, &p, &req);
+	if (!server_accept(&s, 16, 2) || !raw_established(&r, &p, &req)) {
+		xs_test_failures++;
+		goto out;
+	}
+	struct ibv_sge sg = { .addr = (uintptr_t)(s.mem + GUARD), .length = 64,
+			      .lkey = s.mr[T_RW]->lkey };
+	struct ibv_send_wr quiet = { .wr_id = 12, .sg_list = &sg, .num_sge = 1,
+				     .opcode = IBV_WR_SEND }, *bad;
+	CHECK(post1(s.id->qp, 10, IBV_WR_RDMA_READ, &sg, 1, 0x1234, 0x10, 0) == 0);
+	CHECK(post1(s.id->qp, 11, IBV_WR_SEND, &sg, 1, 0, 0, 0) == 0);
+	CHECK(ibv_post_send(s.id->qp, &quiet, &bad) == 0);
+	CHECK(post1(s.id->qp, 13, IBV_WR_SEND, &sg, 1, 0, 0, 0) == 0);
+	usleep(20000);
+	CHECK(cq_empty(s.scq)); /* the Sends wait behind the Read */
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	CHECK(ibv_modify_qp(s.id->qp, &a, IBV_QP_STATE) == 0);
+	n = poll_n(s.scq, wc, 3, 500);
+	CHECK_EQ_U(n, 3);
+	if (n == 3) {
+		CHECK(wc[0].wr_id == 10 && wc[0].opcode == IBV_WC_RDMA_READ);
+		CHECK(wc[1].wr_id == 11 && wc[1].opcode == IBV_WC_SEND);
+		CHECK(wc[2].wr_id == 13 && wc[2].opcode == IBV_WC_SEND);
+		for (int i = 0; i < n; i++)
+			CHECK(wc[i].status == IBV_WC_WR_FLUSH_ERR);
+	}
+	CHECK(cq_empty(s.scq));
+	CHECK_EQ_U(poll_n(s.rcq, wc, 2, 500), 2);
+	CHECK(rdma_disconnect(s.id) == 0);
+	struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	CHECK(raw_until_eof(&r));
+	CHECK(!r.got_term && r.nreadreq == 1 && r.nsend == 3);
+out:
+	free_ep(&s);
+	raw_close(&r);
+
+	if (!pair_up(&c, &s, 16, 0, 4)) {
+		xs_test_failures++;
+		goto out2;
+	}
+	struct ibv_sge rsg = { .addr = (uintptr_t)(c.mem + GUARD), .length = TLEN,
+			       .lkey = c.mr[T_RW]->lkey };
+	struct ibv_sge ssg = { .addr = (uintptr_t)(c.mem + GUARD), .length = 64,
+			       .lkey = c.mr[T_RW]->lkey };
+	for (int round = 0; round < 20; round++) {
+		CHECK(post1(c.id->qp, 20, IBV_WR_RDMA_READ, &rsg, 1, s.mr[T_RW]->rkey,
+			    (uintptr_t)s.mr[T_RW]->addr, 0) == 0);
+		CHECK(post1(c.id->qp, 21, IBV_WR_SEND, &ssg, 1, 0, 0, 0) == 0);
+		CHECK(post1(c.id->qp, 22, IBV_WR_RDMA_WRITE, &ssg, 1, s.mr[T_RW]->rkey,
+			    (uintptr_t)s.mr[T_RW]->addr, 0) == 0);
+		n = poll_n(c.scq, wc, 3, 2000);
+		CHECK_EQ_U(n, 3);
+		for (int i = 0; i < n; i++)
+			CHECK(wc[i].wr_id == 20u + (unsigned)i && wc[i].status == IBV_WC_SUCCESS);
+		CHECK_EQ_U(poll_n(s.rcq, wc, 1, 2000), 1);
+		CHECK(post_recvs(&s, 1, 100) == 0);
+	}
+	CHECK(rdma_disconnect(c.id) == 0);
+	ev = cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order client");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order server");
+	if (ev)
+		rdma_ack_cm_event(ev);
+out2:
+	free_ep(&c);
+	free_ep(&s);
 }
 
 /* ---- rdma_disconnect with WRs outstanding ------------------------------------------ */
@@ -772,6 +861,8 @@ int main(void)
 	test_remote_errors();
 	test_modify_err_flush();
 	printf("modify_qp(ERR) flush: %s\n", xs_test_failures ? "(failures above)" : "ok");
+	test_sq_order();
+	printf("send queue completion order: %s\n", xs_test_failures ? "(failures above)" : "ok");
 	test_disconnect_outstanding();
 	test_terminate_while_sending();
 	test_peer_killed();

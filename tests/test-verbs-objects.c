@@ -805,23 +805,26 @@ static void test_qp_cork(void)
 	CHECK_EQ_U(c.ncork, 1);
 	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 2); /* the two Sends; the Read is outstanding */
 	/* a bad WR after a good one in a corked chain: the good one still
-	 * completes (one SGE too many is refused only when its turn comes) */
+	 * goes out (one SGE too many is refused only when its turn comes);
+	 * its completion waits behind the outstanding Read (WR order) */
 	send.next = &write;
 	write.next = NULL;
 	write.num_sge = 3;
 	CHECK_EQ_U(ibv_post_send(qp, &send, &bad), EINVAL);
 	CHECK(bad == &write && c.ncork == 2 && c.nflush == 2);
-	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 1);
-	CHECK(wc[0].wr_id == 11 && wc[0].status == IBV_WC_SUCCESS);
+	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 0);
 	write.num_sge = 1;
-	/* the flush fails: both WRs flush, the QP is in error */
+	/* the flush fails: both WRs flush, the QP is in error; the Read and
+	 * the Send waiting behind it flush first */
 	write.opcode = IBV_WR_RDMA_WRITE;
 	c.fail_flush = 1;
 	CHECK_EQ_U(ibv_post_send(qp, &send, &bad), 0);
 	CHECK_EQ_U(qp->state, IBV_QPS_ERR);
 	int n = ibv_poll_cq(cq, 4, wc);
-	CHECK(n >= 2 && wc[0].wr_id == 11 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
-	      wc[1].wr_id == 10 && wc[1].status == IBV_WC_WR_FLUSH_ERR);
+	CHECK(n == 4 && wc[0].wr_id == 12 && wc[0].opcode == IBV_WC_RDMA_READ &&
+	      wc[1].wr_id == 11 && wc[2].wr_id == 11 && wc[3].wr_id == 10);
+	for (int i = 0; i < n; i++)
+		CHECK(wc[i].status == IBV_WC_WR_FLUSH_ERR);
 	CHECK_EQ_U(ibv_destroy_qp(qp), 0);
 	CHECK_EQ_U(ibv_destroy_cq(cq), 0);
 	CHECK_EQ_U(ibv_dereg_mr(mr), 0);

@@ -1670,17 +1670,31 @@ static struct sockaddr *sa_dup(const struct sockaddr *sa, socklen_t len)
 	return d;
 }
 
-/* Like librdmacm: one rdma_addrinfo from the first address getaddrinfo
- * gives.  Returns 0, or getaddrinfo's EAI_* code (gai_strerror-able), or
- * -1 with errno for our own failures. */
+/* Copy of a hint's address, as librdmacm's ucma_copy_addr. */
+static int rai_copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
+			 socklen_t len)
+{
+	*dst = sa_dup(src, len);
+	if (!*dst)
+		return cm_err(ENOMEM);
+	*dst_len = len;
+	return 0;
+}
+
+/* Like librdmacm: with node or service, one rdma_addrinfo from the first
+ * address getaddrinfo gives; with neither, the hints' addresses as they are
+ * (libfabric's verbs provider passes its src/dest addresses that way).  A
+ * source address in the hints is kept when the lookup gave none.  Returns 0,
+ * or getaddrinfo's EAI_* code (gai_strerror-able), or -1 with errno for our
+ * own failures. */
 XS_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			       const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
 	struct addrinfo h, *ai = NULL;
 	struct rdma_addrinfo *r;
-	int rc;
+	int rc = 0;
 
-	if (!res || (!node && !service))
+	if (!res || (!node && !service && !hints))
 		return cm_err(EINVAL);
 	if (hints && hints->ai_port_space && hints->ai_port_space != RDMA_PS_TCP)
 		return cm_err(EOPNOTSUPP);
@@ -1698,44 +1712,47 @@ XS_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	}
 	if (h.ai_family != AF_UNSPEC && h.ai_family != AF_INET && h.ai_family != AF_INET6)
 		return cm_err(EAFNOSUPPORT);
-	rc = getaddrinfo(node, service, &h, &ai);
-	if (rc)
-		return rc;
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		goto nomem;
-	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
+		return cm_err(ENOMEM);
 	r->ai_qp_type = IBV_QPT_RC;
 	r->ai_port_space = RDMA_PS_TCP;
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = sa_dup(ai->ai_addr, ai->ai_addrlen);
-		if (!r->ai_src_addr)
-			goto nomem;
-		r->ai_src_len = ai->ai_addrlen;
-		if (ai->ai_canonname && !(r->ai_src_canonname = strdup(ai->ai_canonname)))
-			goto nomem;
-	} else {
-		r->ai_dst_addr = sa_dup(ai->ai_addr, ai->ai_addrlen);
-		if (!r->ai_dst_addr)
-			goto nomem;
-		r->ai_dst_len = ai->ai_addrlen;
-		if (ai->ai_canonname && !(r->ai_dst_canonname = strdup(ai->ai_canonname)))
-			goto nomem;
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			r->ai_src_addr = sa_dup(hints->ai_src_addr, hints->ai_src_len);
-			if (!r->ai_src_addr)
-				goto nomem;
-			r->ai_src_len = hints->ai_src_len;
+	if (node || service) {
+		rc = getaddrinfo(node, service, &h, &ai);
+		if (rc) {
+			free(r);
+			return rc;
 		}
+		r->ai_family = ai->ai_family;
+		if (h.ai_flags & AI_PASSIVE) {
+			r->ai_flags = RAI_PASSIVE;
+			rc = rai_copy_addr(&r->ai_src_addr, &r->ai_src_len, ai->ai_addr, ai->ai_addrlen);
+			if (!rc && ai->ai_canonname &&
+			    !(r->ai_src_canonname = strdup(ai->ai_canonname)))
+				rc = cm_err(ENOMEM);
+		} else {
+			rc = rai_copy_addr(&r->ai_dst_addr, &r->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+			if (!rc && ai->ai_canonname &&
+			    !(r->ai_dst_canonname = strdup(ai->ai_canonname)))
+				rc = cm_err(ENOMEM);
+		}
+		freeaddrinfo(ai);
+	} else {
+		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family;
+		if (hints->ai_dst_addr && hints->ai_dst_len)
+			rc = rai_copy_addr(&r->ai_dst_addr, &r->ai_dst_len, hints->ai_dst_addr,
+					   hints->ai_dst_len);
 	}
-	freeaddrinfo(ai);
+	if (!rc && !r->ai_src_len && hints && hints->ai_src_addr && hints->ai_src_len)
+		rc = rai_copy_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
+				   hints->ai_src_len);
+	if (rc) {
+		rdma_freeaddrinfo(r);
+		return rc;
+	}
 	*res = r;
 	return 0;
-nomem:
-	freeaddrinfo(ai);
-	rdma_freeaddrinfo(r);
-	return cm_err(ENOMEM);
 }
 
 /* ---- synchronous endpoint helpers ----------------------------------------------- */

@@ -549,6 +549,22 @@ int xs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return 0;
 }
 
+void xs_cq_clean_qp(struct ibv_cq *cq, uint32_t qp_num)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+	unsigned kept = 0;
+
+	pthread_mutex_lock(&x->lock);
+	for (unsigned i = 0; i < x->count; i++) {
+		const struct ibv_wc *wc = &x->ring[(x->head + i) & (x->cap - 1)];
+
+		if (wc->qp_num != qp_num)
+			x->ring[(x->head + kept++) & (x->cap - 1)] = *wc;
+	}
+	x->count = kept;
+	pthread_mutex_unlock(&x->lock);
+}
+
 int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;

@@ -151,12 +151,16 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t length, uint6
 	uint32_t stag = want;
 
 	if (!pd || !length || length > XS_MAX_MR_SIZE || (access & ~(unsigned)XS_ACCESS_ALL) ||
-	    (access & IBV_ACCESS_REMOTE_ATOMIC) || (access & IBV_ACCESS_ZERO_BASED)) {
+	    (access & IBV_ACCESS_ZERO_BASED)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	/* verbs: remote write (and atomics) need local write */
-	if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+	/* verbs (the kernel's ib_check_mr_access): remote write and atomics need
+	 * local write.  Remote atomic is accepted as iWARP RNICs do (libfabric
+	 * asks for it with every FI_REMOTE_WRITE MR); atomic_cap is NONE, so no
+	 * atomic ever reaches the MR. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -105,6 +105,13 @@ struct xs_cq {
  * for req_notify_cq(cq, 1).  Returns 0, or -ENOSPC on overflow (dropped). */
 int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/* ibv_destroy_qp (no upcall of the QP runs any more): drop its completions
+ * not polled yet, as rdma-core's hardware providers do (mlx5, irdma clean
+ * the CQ): libfabric's verbs provider reports every WR it still tracks as
+ * flushed after destroying the QP, and reposts on a closed endpoint for a
+ * receive completion found then. */
+void xs_cq_clean_qp(struct ibv_cq *cq, uint32_t qp_num);
+
 /* A QP bound to conn completes on cq: add/remove conn to the connections
  * an empty poll receives on (the first XS_CQ_POLL_CONNS; a hold each). */
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn);

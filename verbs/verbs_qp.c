@@ -1,10 +1,13 @@
 /* RC queue pairs over an iWARP stream.
  *
  * Send side: post_send frames each WR on the caller's thread (xs_conn_*
- * return once the octets are in the socket), so Sends and Writes complete
+ * return once the octets are in the socket), so Sends and Writes are done
  * at once; RDMA Reads complete when the last Read Response segment is
- * placed, in order, through a FIFO of at most ORD outstanding Reads (a Read
- * beyond ORD waits in post_send until one completes, keeping WR order).
+ * placed, in order, with at most ORD outstanding (a Read beyond ORD waits
+ * in post_send until one completes).  Completions keep WR order, as verbs
+ * promises for a send queue (libfabric's verbs provider relies on it): a
+ * WR done while a Read before it is outstanding waits in the send FIFO
+ * behind that Read and completes with it.
  *
  * Receive side: posted receives are the buffers of the DDP queue for QN 0,
  * which exists from QP creation so receives can be posted before the
@@ -17,7 +20,7 @@
  *             the engine thread, which must not block on a full socket)
  *   conn rx   the engine's lock around placement (xs_conn_rx_lock)
  *   rx_lock   the QP's receive queue and receive records
- *   rd_lock   the outstanding Read FIFO (never held across transmit)
+ *   rd_lock   the send FIFO (never held across transmit)
  *   lock      state and attributes
  *   CQ, channel and async event locks are leaves.
  * Upcalls run with the conn rx lock held by the engine (or with nothing
@@ -47,12 +50,16 @@ struct xs_rwr {
 	struct xs_rwr *next; /* free list */
 };
 
-/* an outstanding RDMA Read */
-struct xs_read {
+/* the send FIFO: an outstanding RDMA Read, or a WR done behind one (its
+ * completion waits).  When not empty, its head is a Read. */
+struct xs_sqe {
 	uint64_t wr_id;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint32_t len;
+	enum ibv_wc_opcode op;
+	enum ibv_wc_status st; /* a done WR's */
+	bool read;
 	bool signaled;
 };
 
@@ -85,8 +92,9 @@ struct xs_qp {
 	pthread_mutex_t sq_lock;
 	pthread_mutex_t rd_lock;
 	pthread_cond_t rd_cond;
-	struct xs_read rd[XS_MAX_ORD];
-	unsigned rd_head, rd_count, ord;
+	struct xs_sqe *sq; /* ring of sq_cap, grown up to sq_max */
+	unsigned sq_head, sq_count, sq_cap, sq_max;
+	unsigned rd_count, ord; /* Reads in the FIFO */
 };
 
 static uint32_t xs_qpn_next = 1;
@@ -190,7 +198,7 @@ static void flush_recvs(struct xs_qp *q, bool complete)
  * (e.g. a Write to an MR without remote write, RDMAP/1/0x02) only flushes
  * the Read.  Then RDMAP Remote Protection -> REM_ACCESS_ERR, RDMAP Remote
  * Operation -> REM_OP_ERR, DDP untagged (e.g. beyond IRD) -> REM_INV_REQ_ERR. */
-static enum ibv_wc_status term_status(const struct rdmap_term *t, const struct xs_read *rd)
+static enum ibv_wc_status term_status(const struct rdmap_term *t, const struct xs_sqe *rd)
 {
 	struct rdmap_read_req rr;
 	struct ddp_hdr h;
@@ -212,17 +220,109 @@ static enum ibv_wc_status term_status(const struct rdmap_term *t, const struct x
 	return IBV_WC_WR_FLUSH_ERR;
 }
 
-static void flush_reads(struct xs_qp *q, bool complete, const struct rdmap_term *t)
+static struct xs_sqe *sq_at(struct xs_qp *q, unsigned i)
+{
+	return &q->sq[(q->sq_head + i) % q->sq_cap];
+}
+
+static void sq_pop(struct xs_qp *q)
+{
+	if (q->sq[q->sq_head].read)
+		q->rd_count--;
+	q->sq_head = (q->sq_head + 1) % q->sq_cap;
+	q->sq_count--;
+}
+
+/* Room for n more entries (rd_lock held).  0, or ENOMEM: the FIFO holds
+ * max_send_wr + ORD WRs, a send queue the consumer overran. */
+static int sq_reserve(struct xs_qp *q, unsigned n_more)
+{
+	unsigned need = q->sq_count + n_more, ncap;
+	struct xs_sqe *n;
+
+	if (need <= q->sq_cap)
+		return 0;
+	if (need > q->sq_max)
+		return ENOMEM;
+	for (ncap = q->sq_cap ? q->sq_cap : 16; ncap < need; ncap *= 2)
+		;
+	if (ncap > q->sq_max)
+		ncap = q->sq_max;
+	n = malloc(ncap * sizeof(*n));
+	if (!n)
+		return ENOMEM;
+	for (unsigned i = 0; i < q->sq_count; i++)
+		n[i] = *sq_at(q, i);
+	free(q->sq);
+	q->sq = n;
+	q->sq_cap = ncap;
+	q->sq_head = 0;
+	return 0;
+}
+
+/* Complete the done WRs at the head (rd_lock held): the Read before them
+ * completed. */
+static void sq_drain(struct xs_qp *q)
+{
+	while (q->sq_count && !q->sq[q->sq_head].read) {
+		struct xs_sqe *e = &q->sq[q->sq_head];
+
+		push_wc(q->qp.send_cq, q, e->wr_id, e->op, e->st, e->len);
+		sq_pop(q);
+	}
+}
+
+/* A Send, Write or failed WR is done: complete it now, or behind the Reads
+ * posted before it.  A successful unsignaled WR completes nothing. */
+static void sq_complete(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
+			enum ibv_wc_status st, uint32_t len, bool signaled)
+{
+	if (!signaled && st == IBV_WC_SUCCESS)
+		return;
+	pthread_mutex_lock(&q->rd_lock);
+	if (q->sq_count && sq_reserve(q, 1) == 0) {
+		*sq_at(q, q->sq_count) = (struct xs_sqe){
+			.wr_id = wr_id, .len = len, .op = op, .st = st, .signaled = true,
+		};
+		q->sq_count++;
+	} else {
+		/* nothing before it (or no room, which sq_room ruled out) */
+		push_wc(q->qp.send_cq, q, wr_id, op, st, len);
+	}
+	pthread_mutex_unlock(&q->rd_lock);
+}
+
+/* Room, before transmitting a WR, for its completion and the n corked
+ * ones before it, should they have to wait: 0 or ENOMEM (the send queue is
+ * full).  Only this poster (sq_lock) adds entries, so the room stays. */
+static int sq_room(struct xs_qp *q, unsigned n)
+{
+	int rc;
+
+	pthread_mutex_lock(&q->rd_lock);
+	rc = q->sq_count ? sq_reserve(q, n) : 0;
+	pthread_mutex_unlock(&q->rd_lock);
+	return rc;
+}
+
+/* Empty the send FIFO: Reads flush (the first with the status the peer's
+ * Terminate t gives it), done WRs behind them too unless they failed on
+ * their own.  complete = false discards (to RESET). */
+static void flush_sq(struct xs_qp *q, bool complete, const struct rdmap_term *t)
 {
 	pthread_mutex_lock(&q->rd_lock);
-	for (bool first = true; q->rd_count; first = false) {
-		struct xs_read *rd = &q->rd[q->rd_head];
-		enum ibv_wc_status st = first && t ? term_status(t, rd) : IBV_WC_WR_FLUSH_ERR;
+	for (bool first = true; q->sq_count; sq_pop(q)) {
+		struct xs_sqe *e = &q->sq[q->sq_head];
+		enum ibv_wc_status st = IBV_WC_WR_FLUSH_ERR;
 
+		if (e->read && first && t)
+			st = term_status(t, e);
+		else if (!e->read && e->st != IBV_WC_SUCCESS)
+			st = e->st;
+		if (e->read)
+			first = false;
 		if (complete)
-			push_wc(q->qp.send_cq, q, rd->wr_id, IBV_WC_RDMA_READ, st, 0);
-		q->rd_head = (q->rd_head + 1) % XS_MAX_ORD;
-		q->rd_count--;
+			push_wc(q->qp.send_cq, q, e->wr_id, e->op, st, 0);
 	}
 	pthread_cond_broadcast(&q->rd_cond);
 	pthread_mutex_unlock(&q->rd_lock);
@@ -243,7 +343,7 @@ static void qp_enter_error(struct xs_qp *q, bool engine, const struct rdmap_term
 	 * the same locks as the flush) */
 	if (old == IBV_QPS_ERR)
 		return;
-	flush_reads(q, true, t);
+	flush_sq(q, true, t);
 	if (engine)
 		pthread_mutex_lock(&q->rx_lock);
 	else
@@ -319,7 +419,7 @@ static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t t
 	pthread_mutex_lock(&q->rd_lock);
 	outstanding = q->rd_count > 0;
 	if (outstanding) {
-		const struct xs_read *rd = &q->rd[q->rd_head];
+		const struct xs_sqe *rd = &q->sq[q->sq_head];
 
 		ok = rd->sink_stag == stag && to >= rd->sink_to && len <= rd->len &&
 		     to - rd->sink_to <= rd->len - len;
@@ -352,12 +452,12 @@ static void qp_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_hdr
 		return;
 	pthread_mutex_lock(&q->rd_lock);
 	if (q->rd_count) {
-		struct xs_read *rd = &q->rd[q->rd_head];
+		struct xs_sqe *rd = &q->sq[q->sq_head];
 
 		if (rd->signaled)
 			push_wc(q->qp.send_cq, q, rd->wr_id, IBV_WC_RDMA_READ, IBV_WC_SUCCESS, rd->len);
-		q->rd_head = (q->rd_head + 1) % XS_MAX_ORD;
-		q->rd_count--;
+		sq_pop(q);
+		sq_drain(q);
 		pthread_cond_broadcast(&q->rd_cond);
 	}
 	pthread_mutex_unlock(&q->rd_lock);
@@ -528,6 +628,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	}
 	a->cap.max_inline_data = XS_MAX_INLINE;
 	q->cap = a->cap;
+	q->sq_max = a->cap.max_send_wr + XS_MAX_ORD;
 	q->sq_sig_all = a->sq_sig_all != 0;
 	q->ird_pref = XS_MAX_IRD;
 	q->ord_pref = XS_MAX_ORD;
@@ -643,7 +744,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	}
 	__atomic_store_n(&q->conn_dead, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&q->conn, NULL, __ATOMIC_RELEASE);
-	flush_reads(q, false, NULL);
+	flush_sq(q, false, NULL);
 	pthread_mutex_lock(&q->rx_lock);
 	flush_recvs(q, false);
 	pthread_mutex_unlock(&q->rx_lock);
@@ -652,6 +753,9 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		ddp_queue_destroy(&q->rrq);
 		ddp_queue_destroy(&q->tq);
 	}
+	xs_cq_clean_qp(ibqp->send_cq, ibqp->qp_num);
+	if (ibqp->recv_cq != ibqp->send_cq)
+		xs_cq_clean_qp(ibqp->recv_cq, ibqp->qp_num);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	xs_async_forget(ibqp->context, ibqp); /* no upcall can queue one any more */
@@ -663,6 +767,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&q->rd_lock);
 	pthread_cond_destroy(&q->rd_cond);
 	free(q->ird_bufs);
+	free(q->sq);
 	free(q->rwr);
 	free(q->sgs);
 	xs_qpx_destroy(q->wrb);
@@ -700,7 +805,7 @@ static void qp_reset(struct xs_qp *q)
 {
 	struct xs_conn *c;
 
-	flush_reads(q, false, NULL);
+	flush_sq(q, false, NULL);
 	c = qp_rx_lock(q);
 	flush_recvs(q, false);
 	if (!c)
@@ -957,7 +1062,7 @@ int xs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 static int send_local_error(struct xs_qp *q, const struct ibv_send_wr *wr, enum ibv_wc_opcode op,
 			    enum ibv_wc_status st)
 {
-	push_wc(q->qp.send_cq, q, wr->wr_id, op, st, 0);
+	sq_complete(q, wr->wr_id, op, st, 0, true);
 	qp_enter_error(q, false, NULL);
 	return 0;
 }
@@ -973,7 +1078,7 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 		.src_stag = wr->wr.rdma.rkey,
 		.src_to = wr->wr.rdma.remote_addr,
 	};
-	struct xs_read *rd;
+	struct xs_sqe *rd;
 	unsigned limit;
 
 	if (wr->num_sge > 1)
@@ -989,15 +1094,24 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 		pthread_cond_wait(&q->rd_cond, &q->rd_lock);
 	if (qp_state(q) != IBV_QPS_RTS) {
 		pthread_mutex_unlock(&q->rd_lock);
-		push_wc(q->qp.send_cq, q, wr->wr_id, IBV_WC_RDMA_READ, IBV_WC_WR_FLUSH_ERR, 0);
+		sq_complete(q, wr->wr_id, IBV_WC_RDMA_READ, IBV_WC_WR_FLUSH_ERR, 0, true);
 		return 0;
 	}
-	rd = &q->rd[(q->rd_head + q->rd_count) % XS_MAX_ORD];
-	rd->wr_id = wr->wr_id;
-	rd->sink_stag = rr.sink_stag;
-	rd->sink_to = rr.sink_to;
-	rd->len = rr.size;
-	rd->signaled = signaled;
+	if (sq_reserve(q, 1)) {
+		pthread_mutex_unlock(&q->rd_lock);
+		return ENOMEM;
+	}
+	rd = sq_at(q, q->sq_count);
+	*rd = (struct xs_sqe){
+		.wr_id = wr->wr_id,
+		.sink_stag = rr.sink_stag,
+		.sink_to = rr.sink_to,
+		.len = rr.size,
+		.op = IBV_WC_RDMA_READ,
+		.read = true,
+		.signaled = signaled,
+	};
+	q->sq_count++;
 	q->rd_count++;
 	pthread_mutex_unlock(&q->rd_lock);
 	if (xs_conn_read_req(c, &rr) < 0)
@@ -1043,8 +1157,9 @@ static void cork_settle(struct xs_qp *q, struct xs_cork *k)
 		return;
 	rc = xs_conn_cork_flush(k->c);
 	for (unsigned i = 0; i < k->n; i++)
-		push_wc(q->qp.send_cq, q, k->wc[i].wr_id, k->wc[i].op,
-			rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len);
+		sq_complete(q, k->wc[i].wr_id, k->wc[i].op,
+			    rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len,
+			    true);
 	k->n = 0;
 	if (rc < 0)
 		qp_enter_error(q, false, NULL);
@@ -1080,7 +1195,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		return EINVAL;
 	if (st == IBV_QPS_ERR) {
 		cork_settle(q, k);
-		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
+		sq_complete(q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0, true);
 		return 0;
 	}
 	if (st != IBV_QPS_RTS)
@@ -1090,6 +1205,9 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		return ENOTCONN;
 	if (wr->opcode == IBV_WR_RDMA_READ)
 		return post_read(q, c, wr, signaled);
+	/* its completion may have to wait behind a Read */
+	if (signaled && sq_room(q, 1 + (k && k->c ? k->n : 0)))
+		return ENOMEM;
 
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -1144,7 +1262,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	}
 	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
 		cork_settle(q, k);
-		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
+		sq_complete(q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0, true);
 		qp_enter_error(q, false, NULL);
 		return 0;
 	}
@@ -1153,8 +1271,8 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		k->wc[k->n].op = wop;
 		k->wc[k->n].len = (uint32_t)total;
 		k->n++;
-	} else if (signaled) {
-		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total);
+	} else {
+		sq_complete(q, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total, signaled);
 	}
 	return 0;
 }

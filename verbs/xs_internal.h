@@ -79,7 +79,10 @@ void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define XS_MAX_QP 16384
 #define XS_MAX_QP_WR 4096
 #define XS_MAX_SGE 16
-#define XS_MAX_CQE 65536
+/* libfabric's ofi_rxm sizes one CQ for all its connections: (rx + tx) x
+ * FI_UNIVERSE_SIZE (1024) = 262144 by default.  The ring is calloc'd, so
+ * only the entries used cost memory.  irdma reports about as many. */
+#define XS_MAX_CQE (1 << 20)
 #define XS_MAX_MR_SIZE (1ull << 40)
 #define XS_MAX_IRD 128
 #define XS_MAX_ORD 128
