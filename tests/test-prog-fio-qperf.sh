@@ -20,14 +20,14 @@ if command -v fio >/dev/null 2>&1; then
         # which fio does not look at)
         vs=""; vc=""
         [ $verb = send ] && vs="--verify=crc32c" && vc="--verify=crc32c --do_verify=0"
-        timeout 60 "$XS_RUN" fio --name=srv --ioengine=rdma --port="$port" --rw=read \
+        timeout -k 5 60 "$XS_RUN" fio --name=srv --ioengine=rdma --port="$port" --rw=read \
             --bs=64k --size=64m --iodepth=8 $vs >"$XS_TMP.s" 2>&1 &
         spid=$!
         if ! xs_wait_listen "$port"; then
             echo "FAIL fio $verb: server did not listen"; cat "$XS_TMP.s"; xs_reap $spid; fail=1
             continue
         fi
-        timeout 60 "$XS_RUN" fio --name=cli --ioengine=rdma --hostname=127.0.0.1 --port="$port" \
+        timeout -k 5 60 "$XS_RUN" fio --name=cli --ioengine=rdma --hostname=127.0.0.1 --port="$port" \
             --verb=$verb --rw=write --bs=64k --size=64m --iodepth=8 $vc >"$XS_TMP.c" 2>&1
         crc=$?
         wait $spid; src=$?
@@ -48,7 +48,7 @@ fi
 if command -v qperf >/dev/null 2>&1; then
     ran=1
     port=$(xs_free_port)
-    timeout 120 "$XS_RUN" qperf -lp "$port" >"$XS_TMP.qs" 2>&1 &
+    timeout -k 5 120 "$XS_RUN" qperf -lp "$port" >"$XS_TMP.qs" 2>&1 &
     spid=$!
     if ! xs_wait_listen "$port"; then
         echo "FAIL qperf: server did not listen"; cat "$XS_TMP.qs"; fail=1
@@ -61,7 +61,7 @@ if command -v qperf >/dev/null 2>&1; then
         # that case only.
         qrun() {
             for try in 1 2 3; do
-                timeout 30 "$XS_RUN" qperf -lp "$port" -cm1 -t 1 127.0.0.1 "$1" >"$XS_TMP.q" 2>&1
+                timeout -k 5 30 "$XS_RUN" qperf -lp "$port" -cm1 -t 1 127.0.0.1 "$1" >"$XS_TMP.q" 2>&1
                 rc=$?
                 grep -q 'Event rejected' "$XS_TMP.q" || return $rc
                 echo "  (qperf $1: refused before the server listened; again)"
