@@ -34,8 +34,17 @@ static int iw_rx_header(struct iw_rx *rx, uint16_t ulpdu_len, struct xs_err *err
 		return rc;
 	rx->payload_len = (uint32_t)ulpdu_len - rx->hdr_len;
 	rc = ddp_rx_target(&rx->ddp, &rx->h, rx->payload_len, &rx->dst, err);
+	if (rc < 0 && rx->rnr && !rx->h.tagged && rx->h.qn == RDMAP_QN_SEND &&
+	    err->layer == XS_LAYER_DDP && err->etype == DDP_ETYPE_UNTAGGED &&
+	    err->ecode == DDP_ECODE_U_NO_BUFFER) {
+		/* no receive yet: wait for one (the caller stops reading) */
+		rx->stalled = true;
+		rx->stall_ulpdu_len = ulpdu_len;
+		return -EAGAIN;
+	}
 	if (rc < 0)
 		return -EPROTO; /* the triple is in err; the resolver's errno is not ours */
+	rx->stalled = false;
 	rx->hdr_done = true;
 	return 0;
 }
@@ -70,6 +79,13 @@ static int iw_rx_data(struct iw_rx *rx, const struct mpa_rx_event *ev, struct xs
 		if (rx->hdr_got < rx->hdr_len)
 			goto out;
 		int rc = iw_rx_header(rx, ev->ulpdu_len, err);
+		if (rc == -EAGAIN) {
+			/* the n payload octets after the header went through
+			 * MPA already: the caller hands them back on resume */
+			rx->stall_data = (uint32_t)n;
+			rx->ulp_next = off;
+			return rc;
+		}
 		if (rc < 0)
 			return rc;
 	}
@@ -113,6 +129,33 @@ static int iw_rx_fpdu_end(struct iw_rx *rx, struct xs_err *err)
 
 int iw_rx_input(struct iw_rx *rx, const uint8_t *buf, size_t len, struct xs_err *err)
 {
+	size_t used;
+
+	return iw_rx_input_part(rx, buf, len, &used, err);
+}
+
+int iw_rx_input_part(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *consumed,
+		     struct xs_err *err)
+{
+	const uint8_t *start = buf;
+
+	*consumed = 0;
+	if (rx->stalled) {
+		int rc = iw_rx_header(rx, rx->stall_ulpdu_len, err);
+
+		if (rc < 0)
+			return rc; /* still no receive (-EAGAIN), or now an error */
+		if (len < rx->stall_data) {
+			xs_err_set(err, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_LOCAL_CATASTROPHIC);
+			return -EPROTO;
+		}
+		if (rx->stall_data)
+			memcpy(rx->dst, buf, rx->stall_data);
+		rx->ulp_next += rx->stall_data;
+		buf += rx->stall_data;
+		len -= rx->stall_data;
+		rx->stall_data = 0;
+	}
 	while (len > 0) {
 		struct mpa_rx_event ev;
 		size_t used = 0;
@@ -128,9 +171,15 @@ int iw_rx_input(struct iw_rx *rx, const uint8_t *buf, size_t len, struct xs_err 
 			rc = iw_rx_fpdu_end(rx, err);
 		else
 			rc = 0;
+		if (rc == -EAGAIN) {
+			/* the event's data ends the input MPA took */
+			*consumed = (size_t)(buf - start) - rx->stall_data;
+			return rc;
+		}
 		if (rc < 0)
 			return rc;
 	}
+	*consumed = (size_t)(buf - start);
 	return 0;
 }
 

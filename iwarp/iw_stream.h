@@ -70,6 +70,12 @@ struct iw_rx {
 	uint32_t payload_len;
 	uint32_t ulp_next; /* next ULPDU offset expected from MPA */
 	uint64_t fpdus; /* FPDUs accepted (statistics) */
+	/* The owner's choice: a Send (QN 0) finding no posted receive stalls
+	 * the stream (iw_rx_input_part says -EAGAIN) instead of failing it */
+	bool rnr;
+	bool stalled; /* that segment's header is in; its payload is not placed */
+	uint16_t stall_ulpdu_len;
+	uint32_t stall_data; /* payload octets MPA took: the next input's first */
 };
 
 /* The owner adds queues to rx->ddp (ddp_rx_add_queue) and posts buffers. */
@@ -80,6 +86,15 @@ void iw_rx_init(struct iw_rx *rx, bool markers, bool crc, size_t max_ulpdu,
 /* Feed received octets (any chunking).  Returns 0 when all were consumed, or
  * -EPROTO with err = the Terminate triple to send (the stream is dead). */
 int iw_rx_input(struct iw_rx *rx, const uint8_t *buf, size_t len, struct xs_err *err);
+
+/* As iw_rx_input, and with rx->rnr set a Send that finds no posted
+ * receive stops the stream before its payload: -EAGAIN, *used = octets
+ * consumed (the caller keeps buf[*used..len) and feeds it again, with what
+ * follows, once a receive may be there; until one is, -EAGAIN with
+ * *used = 0).  With rx->rnr cleared, a stalled Send fails as
+ * iw_rx_input would have (DDP/2/0x02). */
+int iw_rx_input_part(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used,
+		     struct xs_err *err);
 
 /* Direct placement: when the next octets are payload whose destination is
  * known, *dst and the returned count say where up to that many octets may be

@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config make gcc clang \
 libclang-rt-14-dev llvm \
 liburing-dev libssl-dev libibverbs-dev librdmacm-dev libisal-dev \
-ibverbs-utils rdmacm-utils perftest socat curl iperf3 sockperf \
+ibverbs-utils rdmacm-utils perftest fio qperf socat curl iperf3 sockperf \
 tshark tcpdump python3 groff-base valgrind procps \
 qemu-system-x86 busybox-static cpio kmod iproute2 strace linux-source-6.1 gcc-12 patch xz-utils \
 redis-server redis-tools nginx-light openssh-server openssh-client rsync wrk postgresql libfabric-bin"

@@ -337,6 +337,10 @@ struct cm_id {
 	 * clients come as XSOCK_CM_EVENT_PLAIN events */
 	bool mixed;
 	int afonly; /* RDMA_OPTION_ID_AFONLY: -1 unset */
+	/* rdma_bind_addr to port 0 takes a port at once, as the kernel's CM
+	 * does (qperf sends it to its client before rdma_listen): a bound
+	 * TCP socket holds it until listen or connect binds it again (-1) */
+	int port_fd;
 };
 
 static struct cm_id *cm_of(struct rdma_cm_id *id)
@@ -373,6 +377,7 @@ static struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context,
 		sync = true;
 	}
 	c->afonly = -1;
+	c->port_fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	c->refs = 1;
 	c->chan = chan;
@@ -464,6 +469,15 @@ static socklen_t sa_len(const struct sockaddr *sa)
 	}
 }
 
+static __be16 sa_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_port;
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return 0;
+}
+
 static int sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src)
 {
 	socklen_t len = sa_len(src);
@@ -499,6 +513,7 @@ XS_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 }
 
 static void cm_destroy(struct cm_id *c);
+static void cm_port_release(struct cm_id *c);
 
 /* Dispose of events taken off a channel for a dying id: pending connect
  * requests own their (never seen) child ids. */
@@ -525,6 +540,7 @@ static void cm_destroy(struct cm_id *c)
 
 	pthread_mutex_lock(&c->lock);
 	c->destroyed = true;
+	cm_port_release(c);
 	l = c->listener;
 	c->listener = NULL;
 	conn = c->conn_owned ? c->conn : NULL;
@@ -584,6 +600,40 @@ static int cm_set_verbs(struct cm_id *c)
 	return 0;
 }
 
+/* Port 0: bind a TCP socket the way the listener or connection will
+ * (SO_REUSEADDR, AFONLY) and keep it, so the port the kernel chose is the
+ * id's from now on.  c->lock held; 0 or -errno. */
+static int cm_port_reserve(struct cm_id *c, struct sockaddr_storage *ss)
+{
+	struct sockaddr *sa = (struct sockaddr *)ss;
+	socklen_t len = sizeof(*ss);
+	int one = 1, fd, rc = 0;
+
+	if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || sa_port(sa))
+		return 0;
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa->sa_family == AF_INET6 && c->afonly >= 0)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->afonly, sizeof(c->afonly));
+	if (bind(fd, sa, sa_len(sa)) < 0 || getsockname(fd, sa, &len) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	c->port_fd = xs_fd_keep(fd);
+	return 0;
+}
+
+/* Listen or connect is about to bind the port itself.  c->lock held. */
+static void cm_port_release(struct cm_id *c)
+{
+	if (c->port_fd >= 0)
+		xs_fd_close(c->port_fd);
+	c->port_fd = -1;
+}
+
 XS_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cm_id *c = cm_of(id);
@@ -599,6 +649,8 @@ XS_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	rc = sa_copy(&id->route.addr.src_storage, addr);
 	if (!rc)
 		rc = cm_set_verbs(c);
+	if (!rc)
+		rc = cm_port_reserve(c, &id->route.addr.src_storage);
 	if (!rc)
 		c->state = CM_BOUND;
 	pthread_mutex_unlock(&c->lock);
@@ -711,15 +763,6 @@ XS_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	pthread_mutex_unlock(&c->lock);
 	if (c->sync)
 		return cm_sync_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
-	return 0;
-}
-
-static __be16 sa_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_port;
-	if (sa->sa_family == AF_INET6)
-		return ((const struct sockaddr_in6 *)sa)->sin6_port;
 	return 0;
 }
 
@@ -1058,6 +1101,8 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 	bool dead, have_addrs;
 	int rc;
 
+	if (status)
+		xs_log("cm: connect failed: %s", strerror(-status)); /* REJECTED etc. */
 	pthread_mutex_lock(&c->lock);
 	qp = c->id.qp;
 	dead = c->destroyed;
@@ -1168,6 +1213,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		   !(sa_is_any((struct sockaddr *)&src) && sa_port((struct sockaddr *)&src) == 0);
 	c->state = CM_CONNECTING;
 	c->closed_early = false;
+	cm_port_release(c);
 	pthread_mutex_unlock(&c->lock);
 
 	xs_sleep_ms(xs_config()->connect_delay_ms); /* XSOCK_CONNECT_DELAY_MS, xs_config.c */
@@ -1304,6 +1350,7 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	addr = id->route.addr.src_storage;
 	c->state = CM_LISTEN; /* before xs_listen: requests may arrive at once */
+	cm_port_release(c);
 	pthread_mutex_unlock(&c->lock);
 
 	xl = xs_listen((struct sockaddr *)&addr, sa_len((struct sockaddr *)&addr),

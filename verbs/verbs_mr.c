@@ -150,6 +150,9 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t length, uint6
 	struct xs_mr *m;
 	uint32_t stag = want;
 
+	/* REMOTE_ATOMIC is accepted and means nothing, as with the kernel's
+	 * iWARP providers (qperf asks for it on every MR): iWARP has no
+	 * atomics, and an atomic WR is refused when posted */
 	if (!pd || !length || length > XS_MAX_MR_SIZE || (access & ~(unsigned)XS_ACCESS_ALL) ||
 	    (access & IBV_ACCESS_ZERO_BASED)) {
 		errno = EINVAL;

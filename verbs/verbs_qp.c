@@ -350,6 +350,10 @@ static void qp_enter_error(struct xs_qp *q, bool engine, const struct rdmap_term
 		c = qp_rx_lock(q);
 	flush_recvs(q, true);
 	qp_rx_unlock(q, c);
+	/* a Send waiting for a receive (RNR) waits no more: none will come */
+	c = qp_conn(q);
+	if (c)
+		xs_conn_rx_kick(c, true);
 }
 
 /* ---- Terminate helpers ------------------------------------------------------ */
@@ -1043,6 +1047,7 @@ int xs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 {
 	struct xs_qp *q = to_xs_qp(ibqp);
 	struct xs_conn *c = qp_rx_lock(q);
+	bool posted = false;
 	int rc = 0;
 
 	for (; wr; wr = wr->next) {
@@ -1051,8 +1056,11 @@ int xs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 			*bad = wr;
 			break;
 		}
+		posted = true;
 	}
 	qp_rx_unlock(q, c);
+	if (c && posted)
+		xs_conn_rx_kick(c, false); /* a Send may be waiting for it (RNR) */
 	return rc;
 }
 

@@ -96,6 +96,12 @@ static void xs_config_load(void)
 	v = getenv("XSOCK_LINGER_MS");
 	if (v && *v)
 		xs_cfg.linger_ms = env_ms("XSOCK_LINGER_MS", 60000);
+	/* xs_engine.c, RNR: the sender completes a Send once TCP has it, so
+	 * it may run ahead of the receives its peer posts */
+	xs_cfg.rnr_ms = 1000;
+	v = getenv("XSOCK_RNR_MS");
+	if (v && *v)
+		xs_cfg.rnr_ms = env_ms("XSOCK_RNR_MS", 60000);
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

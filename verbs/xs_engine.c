@@ -139,6 +139,17 @@ struct xs_conn {
 	 * receiving, so one wake-up (theirs) carries the data. */
 	_Atomic int app_waiters;
 	_Atomic bool rx_app_eof; /* an application thread's receive met FIN or an error */
+	/* RNR: a Send arrived before its receive was posted.  The stream
+	 * stops there (rx_mu): the rest of rbuf waits at rx_pend_off, the
+	 * socket is not read (TCP's window holds the sender back, as a busy
+	 * RNIC's ACKs would) until post_recv kicks it (xs_conn_rx_kick) or
+	 * XSOCK_RNR_MS passes, which Terminates as RFC 5041 wants. */
+	_Atomic bool rx_stalled;
+	_Atomic bool rnr_off; /* no receive can come any more: fail at once */
+	size_t rx_pend_off, rx_pend_len;
+	uint64_t rnr_due_ms; /* engine thread: on eng.rnr until then */
+	bool on_rnr_list;
+	struct xs_conn *rnr_next;
 	_Atomic bool rx_parked; /* on eng.parked, poll not re-armed (engine thread writes) */
 	struct xs_conn *park_next;
 
@@ -204,7 +215,7 @@ struct xs_conn {
 	uint32_t adopt_rx_msn[3];
 };
 
-enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8, CMD_FIN = 16 };
+enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8, CMD_FIN = 16, CMD_RXKICK = 32 };
 enum { XS_RX_DEFER_PROTO = 1, XS_RX_DEFER_TERM = 2, XS_RX_DEFER_QPTERM = 3 };
 
 struct xs_listener {
@@ -251,6 +262,7 @@ static struct {
 	 * after close (each holds a reference); late_count (mu) lets exit
 	 * wait for them (late_cv) */
 	struct xs_conn *late;
+	struct xs_conn *rnr; /* stalled connections (engine thread only) */
 	bool late_armed;
 	struct __kernel_timespec late_ts;
 	unsigned late_count;
@@ -536,6 +548,8 @@ static void conn_arm(struct xs_conn *c)
 		ev = 0;
 	else if (c->state == CONN_WAIT_REQUEST && c->cls_partial)
 		ev = 0; /* the classification timer looks again (cls_scan) */
+	else if (c->state == CONN_ESTABLISHED && atomic_load(&c->rx_stalled))
+		ev = 0; /* unread input would fire it at once: post_recv kicks */
 	if (c->want_out)
 		ev |= POLLOUT;
 	if (!ev)
@@ -771,6 +785,8 @@ int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr)
 }
 
 static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, int status);
+static void rnr_track(struct xs_conn *c);
+static void conn_rx_kick(struct xs_conn *c, bool expire);
 static void conn_terminate_fail(struct xs_conn *c, const struct rdmap_term *t);
 
 int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
@@ -1160,11 +1176,33 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 
 	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead && !c->rx_defer) {
 		uint8_t *dst;
-		size_t win = iw_rx_direct(&c->rx, &dst);
-		size_t asked;
+		size_t win, asked, fed = 0, used = 0;
 		ssize_t n;
 		int rc = 0;
 
+		if (atomic_load(&c->rx_stalled)) {
+			/* a receive may be there now: go on where the Send stopped */
+			if (atomic_load(&c->rnr_off))
+				c->rx.rnr = false;
+			rc = iw_rx_input_part(&c->rx, c->rbuf + c->rx_pend_off, c->rx_pend_len,
+					      &used, &err);
+			if (rc == -EAGAIN) {
+				c->rx_pend_off += used;
+				c->rx_pend_len -= used;
+				if (used && engine) /* another Send: its own wait */
+					rnr_track(c);
+				else if (used)
+					conn_command(c, CMD_RXKICK);
+				break;
+			}
+			if (rc < 0)
+				goto fail;
+			c->rx_pend_len = 0;
+			atomic_store(&c->rx_stalled, false);
+			if (!engine)
+				conn_command(c, CMD_ARM); /* the engine's poll is off */
+		}
+		win = iw_rx_direct(&c->rx, &dst);
 		if (win > 0) {
 			/* payload whose destination is known: straight there, and
 			 * in the same call the CRC and the next FPDU's headers */
@@ -1174,19 +1212,36 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 			if (n > 0)
 				rc = iw_rx_direct_done(&c->rx, (size_t)n < win ? (size_t)n : win, &err);
-			if (n > 0 && (size_t)n > win && rc == 0)
-				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n - win, &err);
+			if (n > 0 && (size_t)n > win && rc == 0) {
+				fed = (size_t)n - win;
+				rc = iw_rx_input_part(&c->rx, c->rbuf, fed, &used, &err);
+			}
 		} else {
 			/* inside a stream of large FPDUs a big read would stage
 			 * payload here only to copy it again: read the headers */
 			asked = c->rx_large ? XS_RTAIL : XS_RBUF;
 			n = recv(c->fd, c->rbuf, asked, MSG_DONTWAIT);
-			if (n > 0)
-				rc = iw_rx_input(&c->rx, c->rbuf, (size_t)n, &err);
+			if (n > 0) {
+				fed = (size_t)n;
+				rc = iw_rx_input_part(&c->rx, c->rbuf, fed, &used, &err);
+			}
+		}
+		if (rc == -EAGAIN) {
+			/* RNR: keep the rest, stop reading until a receive comes */
+			c->rx_pend_off = used;
+			c->rx_pend_len = fed - used;
+			atomic_store(&c->rx_stalled, true);
+			if (engine)
+				rnr_track(c);
+			else
+				conn_command(c, CMD_RXKICK); /* the engine keeps the time */
+			got += (size_t)n;
+			break;
 		}
 		if (n > 0 && rc == 0)
 			c->rx_large = iw_rx_direct(&c->rx, &dst) >= XS_RLARGE;
 		if (rc < 0) {
+fail:
 			if (engine) {
 				conn_protocol_error(c, &err);
 			} else if (!c->rx_defer) {
@@ -1324,6 +1379,7 @@ static void stream_setup(struct xs_conn *c)
 	iw_tx_init(&c->tx, c->agreed.markers_tx, c->agreed.crc, mpa_mulpdu((size_t)mss, c->agreed.markers_tx),
 		   conn_write_blocking, c);
 	iw_rx_init(&c->rx, c->agreed.markers_rx, c->agreed.crc, 0, conn_resolve, c, &conn_rx_ops, c);
+	c->rx.rnr = xs_config()->rnr_ms > 0;
 }
 
 /* Initiator in peer-to-peer mode: the RTR is the first FPDU (RFC 6581 4),
@@ -1767,6 +1823,63 @@ static void linger_end(struct xs_conn *c)
 	}
 }
 
+/* Engine: go on with a stalled stream (a receive was posted, or time is
+ * up: expire), and read the socket again. */
+static void conn_rx_kick(struct xs_conn *c, bool expire)
+{
+	pthread_mutex_lock(&c->rx_mu);
+	if (atomic_load(&c->rx_stalled) && c->state == CONN_ESTABLISHED && !c->dead &&
+	    !c->owner_gone) {
+		if (expire)
+			c->rx.rnr = false;
+		conn_receive_locked(c, 4u << 20, true);
+		if (!atomic_load(&c->rnr_off))
+			c->rx.rnr = xs_config()->rnr_ms > 0;
+		if (atomic_load(&c->rx_stalled) && !c->on_rnr_list)
+			rnr_track(c); /* stalled on an application thread */
+	}
+	pthread_mutex_unlock(&c->rx_mu);
+	if (c->state != CONN_CLOSED)
+		conn_arm(c);
+}
+
+/* A Send waits for its receive (engine thread): until XSOCK_RNR_MS from
+ * now, on the list the late timer looks at. */
+static void rnr_track(struct xs_conn *c)
+{
+	c->rnr_due_ms = now_ms() + xs_config()->rnr_ms;
+	if (c->on_rnr_list)
+		return;
+	conn_ref(c);
+	c->on_rnr_list = true;
+	c->rnr_next = eng.rnr;
+	eng.rnr = c;
+	late_timer_arm();
+}
+
+/* Still no receive when the time is up: the Send fails the stream as it
+ * would have at once without the wait (DDP/2/0x02, Terminate). */
+static void rnr_scan(uint64_t now)
+{
+	struct xs_conn **pp = &eng.rnr;
+
+	while (*pp) {
+		struct xs_conn *c = *pp;
+		bool stalled = atomic_load(&c->rx_stalled) && c->state == CONN_ESTABLISHED &&
+			       !c->dead;
+
+		if (stalled && now < c->rnr_due_ms) {
+			pp = &c->rnr_next;
+			continue;
+		}
+		*pp = c->rnr_next;
+		c->on_rnr_list = false;
+		if (stalled)
+			conn_rx_kick(c, true);
+		conn_unref(c); /* the list's */
+	}
+}
+
 static void late_scan(void)
 {
 	uint64_t now = now_ms();
@@ -1796,7 +1909,8 @@ static void late_scan(void)
 		pthread_mutex_unlock(&eng.mu);
 		conn_unref(c); /* the list's */
 	}
-	if (eng.late)
+	rnr_scan(now);
+	if (eng.late || eng.rnr)
 		late_timer_arm();
 }
 
@@ -1994,6 +2108,8 @@ static void run_commands(void)
 				conn_fin(c);
 			if (flags & CMD_RXDEFER)
 				conn_rx_deferred(c);
+			if (flags & CMD_RXKICK)
+				conn_rx_kick(c, false);
 			if (flags & CMD_TX)
 				engine_tx(c);
 			if (flags & (CMD_ARM | CMD_TX))
@@ -2116,6 +2232,14 @@ void xs_conn_hold(struct xs_conn *c)
 void xs_conn_release(struct xs_conn *c)
 {
 	conn_unref(c);
+}
+
+void xs_conn_rx_kick(struct xs_conn *c, bool never)
+{
+	if (never)
+		atomic_store(&c->rnr_off, true);
+	if (atomic_load(&c->rx_stalled))
+		conn_command(c, CMD_RXKICK);
 }
 
 ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)

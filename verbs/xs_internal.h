@@ -66,6 +66,9 @@ struct xs_config {
 	 * and drained by the engine until that FIN, at most this long (default
 	 * 1000, 0 = close at once) */
 	unsigned linger_ms;
+	/* XSOCK_RNR_MS: a Send that arrives before its receive is posted
+	 * waits this long for one (default 1000, 0 = Terminate at once) */
+	unsigned rnr_ms;
 };
 
 const struct xs_config *xs_config(void);
@@ -190,6 +193,12 @@ int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
  * connection.  A failure found here is handed to the engine, which ends
  * the stream.  Returns the octets consumed (at most about budget). */
 ssize_t xs_conn_poll(struct xs_conn *c, size_t budget);
+/* RNR (XSOCK_RNR_MS): a Send that finds no posted receive stops the
+ * stream until one is posted, for at most that long (then DDP/2/0x02 as
+ * before).  post_recv calls this after posting (never = false); the QP in
+ * ERROR calls it with never = true: no receive will come, fail now.  Any
+ * thread, any lock. */
+void xs_conn_rx_kick(struct xs_conn *c, bool never);
 /* Keep c allocated while someone other than its owner (a CQ) refers to
  * it; xs_conn_release drops that reference. */
 void xs_conn_hold(struct xs_conn *c);
