@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
@@ -293,7 +294,17 @@ static void engine_init(void)
 		return;
 	}
 	xs_fd_keep(eng.ring.ring_fd);
+	/*
+	 * An RNIC has no thread in the process: a process-directed signal the
+	 * application blocks to read it from a signalfd (tgtd's SIGUSR2) must
+	 * not land on the engine, where its default action kills the process.
+	 * Created with every signal blocked (inherited, so no window).
+	 */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
 		eng.init_err = -rc;
 		xs_fd_drop(eng.ring.ring_fd);
