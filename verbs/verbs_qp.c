@@ -977,8 +977,29 @@ struct xs_cork {
 		uint64_t wr_id;
 		enum ibv_wc_opcode op;
 		uint32_t len;
+		bool reserved; /* its CQ entry, taken before it went out */
+		uint64_t seq;
 	} wc[XS_CORK_WRS];
 };
+
+/* A signaled Send or Write's completion: into the entry reserved before its
+ * data went out (xs_cq_reserve), else appended. */
+static void settle_wc(struct xs_qp *q, bool reserved, uint64_t seq, uint64_t wr_id,
+		      enum ibv_wc_opcode op, enum ibv_wc_status st, uint32_t len)
+{
+	struct ibv_wc wc = {
+		.wr_id = wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = len,
+		.qp_num = q->qp.qp_num,
+	};
+
+	if (reserved)
+		xs_cq_fill(q->qp.send_cq, seq, &wc);
+	else
+		xs_cq_push(q->qp.send_cq, &wc, false);
+}
 
 static bool chain_corkable(const struct ibv_send_wr *wr)
 {
@@ -1004,8 +1025,8 @@ static void cork_settle(struct xs_qp *q, struct xs_cork *k)
 		return;
 	rc = xs_conn_cork_flush(k->c);
 	for (unsigned i = 0; i < k->n; i++)
-		push_wc(q->qp.send_cq, q, k->wc[i].wr_id, k->wc[i].op,
-			rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len);
+		settle_wc(q, k->wc[i].reserved, k->wc[i].seq, k->wc[i].wr_id, k->wc[i].op,
+			  rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len);
 	k->n = 0;
 	if (rc < 0)
 		qp_enter_error(q, false, NULL);
@@ -1090,6 +1111,11 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	if (wr->opcode == IBV_WR_RDMA_WRITE && total &&
 	    wr->wr.rdma.remote_addr > UINT64_MAX - (total - 1))
 		return EINVAL;
+	/* the peer may answer as soon as the data is out: its completion's
+	 * place in the CQ is taken first (a reply's receive comes after) */
+	uint64_t seq = 0;
+	bool reserved = signaled && xs_cq_reserve(q->qp.send_cq, 1, &seq) == 0;
+
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
 		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);
@@ -1105,7 +1131,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	}
 	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
 		cork_settle(q, k);
-		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
+		settle_wc(q, reserved, seq, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
 		qp_enter_error(q, false, NULL);
 		return 0;
 	}
@@ -1113,9 +1139,11 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		k->wc[k->n].wr_id = wr->wr_id;
 		k->wc[k->n].op = wop;
 		k->wc[k->n].len = (uint32_t)total;
+		k->wc[k->n].reserved = reserved;
+		k->wc[k->n].seq = seq;
 		k->n++;
 	} else if (signaled) {
-		push_wc(q->qp.send_cq, q, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total);
+		settle_wc(q, reserved, seq, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total);
 	}
 	return 0;
 }
