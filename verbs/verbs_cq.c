@@ -30,6 +30,11 @@
 #include "verbs/verbs_priv.h"
 #include "verbs/xs_priv_abi.h"
 
+/* a reserved entry (xs_cq_reserve) not yet filled; an entry of a destroyed
+ * QP (xs_cq_clean_qp), skipped by polls */
+#define XS_WC_PENDING ((enum ibv_wc_status)0x7fffffff)
+#define XS_WC_DROPPED ((enum ibv_wc_status)0x7ffffffe)
+
 #define XS_CHANNEL_SPIN_CQS 8
 /* How long ibv_get_cq_event receives on its CQs' connections before it
  * sleeps: a round trip on loopback is 10-30 us; a wake-up chain (engine
@@ -475,10 +480,12 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
 		return -1;
 	for (int pass = 0; pass < 2; pass++) {
 		pthread_mutex_lock(&x->lock);
-		while (i < n && x->count) {
-			wc[i++] = x->ring[x->head];
+		while (i < n && x->count && x->ring[x->head].status != XS_WC_PENDING) {
+			if (x->ring[x->head].status != XS_WC_DROPPED)
+				wc[i++] = x->ring[x->head];
 			x->head = (x->head + 1) & (x->cap - 1);
 			x->count--;
+			x->popped++;
 		}
 		bool conns = x->nconns > 0;
 		pthread_mutex_unlock(&x->lock);
@@ -552,17 +559,29 @@ int xs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 void xs_cq_clean_qp(struct ibv_cq *cq, uint32_t qp_num)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
-	unsigned kept = 0;
 
+	/* marked, not compacted: another QP's reservation is found again by
+	 * its position (xs_cq_fill) */
 	pthread_mutex_lock(&x->lock);
 	for (unsigned i = 0; i < x->count; i++) {
-		const struct ibv_wc *wc = &x->ring[(x->head + i) & (x->cap - 1)];
+		struct ibv_wc *wc = &x->ring[(x->head + i) & (x->cap - 1)];
 
-		if (wc->qp_num != qp_num)
-			x->ring[(x->head + kept++) & (x->cap - 1)] = *wc;
+		if (wc->status != XS_WC_PENDING && wc->qp_num == qp_num)
+			wc->status = XS_WC_DROPPED;
 	}
-	x->count = kept;
 	pthread_mutex_unlock(&x->lock);
+}
+
+/* Lock held: does this completion fire the CQ's event (and disarm it)? */
+static bool cq_fires(struct xs_cq *x, const struct ibv_wc *wc, bool solicited)
+{
+	/* solicited-only also fires on errors (verbs spec) */
+	if (x->armed == XS_CQ_ARM_NEXT ||
+	    (x->armed == XS_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS))) {
+		x->armed = 0;
+		return true;
+	}
+	return false;
 }
 
 int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited)
@@ -578,12 +597,8 @@ int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	} else {
 		x->ring[(x->head + x->count) & (x->cap - 1)] = *wc;
 		x->count++;
-		/* solicited-only also fires on errors (verbs spec) */
-		if (x->armed == XS_CQ_ARM_NEXT ||
-		    (x->armed == XS_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS))) {
-			x->armed = 0;
-			fire = true;
-		}
+		x->pushed++;
+		fire = cq_fires(x, wc, solicited);
 	}
 	pthread_mutex_unlock(&x->lock);
 	if (overflow) {
@@ -595,4 +610,35 @@ int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (fire && cq->channel)
 		channel_signal(to_xs_channel(cq->channel), x);
 	return dropped ? -ENOSPC : 0;
+}
+
+int xs_cq_reserve(struct ibv_cq *cq, unsigned n, uint64_t *seq)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+
+	pthread_mutex_lock(&x->lock);
+	if (n > x->cap - x->count) {
+		pthread_mutex_unlock(&x->lock);
+		return -ENOSPC;
+	}
+	*seq = x->pushed;
+	for (unsigned i = 0; i < n; i++)
+		x->ring[(x->head + x->count + i) & (x->cap - 1)].status = XS_WC_PENDING;
+	x->count += n;
+	x->pushed += n;
+	pthread_mutex_unlock(&x->lock);
+	return 0;
+}
+
+void xs_cq_fill(struct ibv_cq *cq, uint64_t seq, const struct ibv_wc *wc)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+	bool fire;
+
+	pthread_mutex_lock(&x->lock);
+	x->ring[(x->head + (unsigned)(seq - x->popped)) & (x->cap - 1)] = *wc;
+	fire = cq_fires(x, wc, false);
+	pthread_mutex_unlock(&x->lock);
+	if (fire && cq->channel)
+		channel_signal(to_xs_channel(cq->channel), x);
 }

@@ -90,6 +90,9 @@ struct xs_cq {
 	unsigned cap, head, count;
 	int armed; /* 0, XS_CQ_ARM_NEXT, XS_CQ_ARM_SOLICITED */
 	bool overflow;
+	/* entries ever appended / polled: a reservation (xs_cq_reserve) is
+	 * found again by its sequence number across polls and resizes */
+	uint64_t pushed, popped;
 	int qp_refs; /* QPs using it (atomic) */
 	/* connections of the QPs that complete here (a hold each, under lock):
 	 * polling an empty CQ receives on them on the caller's thread */
@@ -111,6 +114,15 @@ int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
  * flushed after destroying the QP, and reposts on a closed endpoint for a
  * receive completion found then. */
 void xs_cq_clean_qp(struct ibv_cq *cq, uint32_t qp_num);
+
+/* A send's completion must not follow the completion of a reply that its
+ * data caused (tgtd turns a connection to full feature when the last Login
+ * Response's Send completes; the initiator's first command may arrive
+ * first): post_send reserves the entries before the data goes out and
+ * fills them after.  Polling stops at an entry not yet filled.  Returns 0
+ * with *seq, or -ENOSPC (then push as usual). */
+int xs_cq_reserve(struct ibv_cq *cq, unsigned n, uint64_t *seq);
+void xs_cq_fill(struct ibv_cq *cq, uint64_t seq, const struct ibv_wc *wc);
 
 /* A QP bound to conn completes on cq: add/remove conn to the connections
  * an empty poll receives on (the first XS_CQ_POLL_CONNS; a hold each). */

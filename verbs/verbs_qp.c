@@ -52,7 +52,17 @@ struct xs_rwr {
 
 /* the send FIFO: an outstanding RDMA Read, or a WR done behind one (its
  * completion waits).  When not empty, its head is a Read. */
+/* Where a signaled Send/Write's completion waits while its data goes out
+ * (taken before, so the completion of a reply it provokes cannot come
+ * first): a reserved CQ entry, or an entry in the send FIFO behind a Read.
+ * Lives on the poster's stack for the post. */
+struct xs_sq_slot {
+	enum { XS_SLOT_PUSH, XS_SLOT_CQ, XS_SLOT_FIFO, XS_SLOT_GONE } where;
+	uint64_t seq; /* XS_SLOT_CQ: the CQ entry */
+};
+
 struct xs_sqe {
+	struct xs_sq_slot *slot; /* in flight: its poster's (not done yet) */
 	uint64_t wr_id;
 	uint32_t sink_stag;
 	uint64_t sink_to;
@@ -260,6 +270,14 @@ static int sq_reserve(struct xs_qp *q, unsigned n_more)
 	return 0;
 }
 
+/* rd_lock held: the slot's completion takes the CQ's next entry (pushed
+ * when filled if the CQ is full: it overflows then anyway) */
+static void slot_to_cq(struct xs_qp *q, struct xs_sq_slot *slot)
+{
+	slot->where = xs_cq_reserve(q->qp.send_cq, 1, &slot->seq) == 0 ? XS_SLOT_CQ
+									   : XS_SLOT_PUSH;
+}
+
 /* Complete the done WRs at the head (rd_lock held): the Read before them
  * completed. */
 static void sq_drain(struct xs_qp *q)
@@ -267,7 +285,10 @@ static void sq_drain(struct xs_qp *q)
 	while (q->sq_count && !q->sq[q->sq_head].read) {
 		struct xs_sqe *e = &q->sq[q->sq_head];
 
-		push_wc(q->qp.send_cq, q, e->wr_id, e->op, e->st, e->len);
+		if (e->slot) /* still going out: its CQ entry is its place now */
+			slot_to_cq(q, e->slot);
+		else
+			push_wc(q->qp.send_cq, q, e->wr_id, e->op, e->st, e->len);
 		sq_pop(q);
 	}
 }
@@ -292,17 +313,65 @@ static void sq_complete(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
 	pthread_mutex_unlock(&q->rd_lock);
 }
 
-/* Room, before transmitting a WR, for its completion and the n corked
- * ones before it, should they have to wait: 0 or ENOMEM (the send queue is
- * full).  Only this poster (sq_lock) adds entries, so the room stays. */
-static int sq_room(struct xs_qp *q, unsigned n)
+/* Before a signaled Send/Write's data goes out: its completion's place,
+ * the CQ's next entry, or the send FIFO's tail behind a Read.  0, or
+ * ENOMEM (the send queue is full).  sq_lock held. */
+static int sq_take(struct xs_qp *q, struct xs_sq_slot *slot)
 {
-	int rc;
+	int rc = 0;
 
 	pthread_mutex_lock(&q->rd_lock);
-	rc = q->sq_count ? sq_reserve(q, n) : 0;
+	if (!q->sq_count) {
+		slot_to_cq(q, slot);
+	} else if ((rc = sq_reserve(q, 1)) == 0) {
+		*sq_at(q, q->sq_count) = (struct xs_sqe){ .slot = slot, .signaled = true };
+		q->sq_count++;
+		slot->where = XS_SLOT_FIFO;
+	}
 	pthread_mutex_unlock(&q->rd_lock);
 	return rc;
+}
+
+/* The WR of sq_take is done (sent, or failed with st). */
+static void sq_settle(struct xs_qp *q, struct xs_sq_slot *slot, uint64_t wr_id,
+		      enum ibv_wc_opcode op, enum ibv_wc_status st, uint32_t len)
+{
+	struct ibv_wc wc = {
+		.wr_id = wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = len,
+		.qp_num = q->qp.qp_num,
+	};
+
+	pthread_mutex_lock(&q->rd_lock);
+	switch (slot->where) {
+	case XS_SLOT_CQ:
+		xs_cq_fill(q->qp.send_cq, slot->seq, &wc);
+		break;
+	case XS_SLOT_FIFO:
+		for (unsigned i = 0; i < q->sq_count; i++) {
+			struct xs_sqe *e = sq_at(q, i);
+
+			if (e->slot == slot) {
+				e->slot = NULL;
+				e->wr_id = wr_id;
+				e->op = op;
+				e->st = st;
+				e->len = len;
+				break;
+			}
+		}
+		sq_drain(q);
+		break;
+	case XS_SLOT_PUSH:
+		push_wc(q->qp.send_cq, q, wr_id, op, st, len);
+		break;
+	case XS_SLOT_GONE: /* discarded by a move to RESET */
+		break;
+	}
+	slot->where = XS_SLOT_GONE;
+	pthread_mutex_unlock(&q->rd_lock);
 }
 
 /* Empty the send FIFO: Reads flush (the first with the status the peer's
@@ -321,7 +390,9 @@ static void flush_sq(struct xs_qp *q, bool complete, const struct rdmap_term *t)
 			st = e->st;
 		if (e->read)
 			first = false;
-		if (complete)
+		if (e->slot) /* still going out: its poster completes it */
+			complete ? slot_to_cq(q, e->slot) : (void)(e->slot->where = XS_SLOT_GONE);
+		else if (complete)
 			push_wc(q->qp.send_cq, q, e->wr_id, e->op, st, 0);
 	}
 	pthread_cond_broadcast(&q->rd_cond);
@@ -1138,6 +1209,7 @@ struct xs_cork {
 		uint64_t wr_id;
 		enum ibv_wc_opcode op;
 		uint32_t len;
+		struct xs_sq_slot slot;
 	} wc[XS_CORK_WRS];
 };
 
@@ -1165,9 +1237,8 @@ static void cork_settle(struct xs_qp *q, struct xs_cork *k)
 		return;
 	rc = xs_conn_cork_flush(k->c);
 	for (unsigned i = 0; i < k->n; i++)
-		sq_complete(q, k->wc[i].wr_id, k->wc[i].op,
-			    rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len,
-			    true);
+		sq_settle(q, &k->wc[i].slot, k->wc[i].wr_id, k->wc[i].op,
+			  rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len);
 	k->n = 0;
 	if (rc < 0)
 		qp_enter_error(q, false, NULL);
@@ -1213,10 +1284,6 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		return ENOTCONN;
 	if (wr->opcode == IBV_WR_RDMA_READ)
 		return post_read(q, c, wr, signaled);
-	/* its completion may have to wait behind a Read */
-	if (signaled && sq_room(q, 1 + (k && k->c ? k->n : 0)))
-		return ENOMEM;
-
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		for (int i = 0; i < wr->num_sge; i++) {
 			const struct ibv_sge *s = &wr->sg_list[i];
@@ -1255,6 +1322,17 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	if (wr->opcode == IBV_WR_RDMA_WRITE && total &&
 	    wr->wr.rdma.remote_addr > UINT64_MAX - (total - 1))
 		return EINVAL;
+	/* the peer may answer as soon as the data is out: its completion's
+	 * place is taken first (a reply's receive comes after), in the CQ or
+	 * behind a Read */
+	struct xs_sq_slot one, *slot = NULL;
+
+	if (signaled) {
+		slot = k && k->c ? &k->wc[k->n].slot : &one;
+		if (sq_take(q, slot))
+			return ENOMEM;
+	}
+
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
 		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);
@@ -1270,7 +1348,8 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	}
 	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
 		cork_settle(q, k);
-		sq_complete(q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0, true);
+		if (slot)
+			sq_settle(q, slot, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);
 		qp_enter_error(q, false, NULL);
 		return 0;
 	}
@@ -1279,8 +1358,8 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		k->wc[k->n].op = wop;
 		k->wc[k->n].len = (uint32_t)total;
 		k->n++;
-	} else {
-		sq_complete(q, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total, signaled);
+	} else if (slot) {
+		sq_settle(q, slot, wr->wr_id, wop, IBV_WC_SUCCESS, (uint32_t)total);
 	}
 	return 0;
 }
