@@ -231,6 +231,51 @@ static void test_no_listener(void)
 	client_free(&c);
 }
 
+/* A server that tells its client a port before it listens (qperf -cm1,
+ * perftest -R): the port reserved by rdma_bind_addr(0), the client's
+ * connect refused at first, dialled again until the listener is there. */
+static void test_listen_late(void)
+{
+	struct sockaddr_in a = cm_sin("127.0.0.1", 0);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *late;
+	struct side c, s;
+
+	ch = rdma_create_event_channel();
+	REQUIRE(ch);
+	REQUIRE(rdma_create_id(ch, &late, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(late, (struct sockaddr *)&a) == 0);
+	client_setup(&c, ntohs(rdma_get_src_port(late)));
+	REQUIRE(rdma_connect(c.id, NULL) == 0);
+	usleep(60 * 1000);
+	CHECK(!cm_readable(c.ch, 0)); /* not refused meanwhile */
+	REQUIRE(rdma_listen(late, 4) == 0);
+	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 3000, "request (late listener)");
+	REQUIRE(ev);
+	memset(&s, 0, sizeof(s));
+	make_qp(&s, ev->id);
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_accept(s.id, NULL) == 0);
+	ev = cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 3000, "client established (late)");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	ev = cm_expect(s.id->channel, RDMA_CM_EVENT_ESTABLISHED, 3000, "server established (late)");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	CHECK(rdma_disconnect(c.id) == 0);
+	ev = cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 3000, "client disc (late)");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	ev = cm_expect(s.id->channel, RDMA_CM_EVENT_DISCONNECTED, 3000, "server disc (late)");
+	if (ev)
+		rdma_ack_cm_event(ev);
+	free_side(&s);
+	client_free(&c);
+	CHECK(rdma_destroy_id(late) == 0);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_accept_null(void)
 {
 	struct rdma_conn_param cp;
@@ -378,6 +423,7 @@ int main(void)
 	test_accept_and_send();
 	test_reject();
 	test_no_listener();
+	test_listen_late();
 	test_accept_null();
 	test_sync_client();
 	test_mpa_timeout();

@@ -14,7 +14,8 @@
  *   MPA Reply with R=1 (peer called rdma_reject or refused the negotiation)
  *       REJECTED, status -ECONNRESET, private data = the Reply's (siw reports
  *       a reject as -ECONNRESET; iw_cm maps it to REJECTED)
- *   TCP connection refused (no listener)
+ *   TCP connection refused (no listener, after the engine dialled again
+ *   for XS_REDIAL_MS)
  *       REJECTED, status -ECONNREFUSED (siw fails rdma_connect itself with
  *       ECONNREFUSED; our connect is asynchronous, and iw_cm maps
  *       -ECONNREFUSED to REJECTED)

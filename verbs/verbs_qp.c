@@ -171,16 +171,22 @@ static void rwr_put(struct xs_qp *q, struct xs_rwr *r)
 	q->rfree = r;
 }
 
-static void push_wc(struct ibv_cq *cq, struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
-		    enum ibv_wc_status st, uint32_t len)
+static struct ibv_wc make_wc(const struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
+			     enum ibv_wc_status st, uint32_t len)
 {
-	struct ibv_wc wc = {
+	return (struct ibv_wc){
 		.wr_id = wr_id,
 		.status = st,
 		.opcode = op,
 		.byte_len = len,
 		.qp_num = q->qp.qp_num,
 	};
+}
+
+static void push_wc(struct ibv_cq *cq, struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
+		    enum ibv_wc_status st, uint32_t len)
+{
+	struct ibv_wc wc = make_wc(q, wr_id, op, st, len);
 
 	xs_cq_push(cq, &wc, false);
 }
@@ -336,13 +342,7 @@ static int sq_take(struct xs_qp *q, struct xs_sq_slot *slot)
 static void sq_settle(struct xs_qp *q, struct xs_sq_slot *slot, uint64_t wr_id,
 		      enum ibv_wc_opcode op, enum ibv_wc_status st, uint32_t len)
 {
-	struct ibv_wc wc = {
-		.wr_id = wr_id,
-		.status = st,
-		.opcode = op,
-		.byte_len = len,
-		.qp_num = q->qp.qp_num,
-	};
+	struct ibv_wc wc = make_wc(q, wr_id, op, st, len);
 
 	pthread_mutex_lock(&q->rd_lock);
 	switch (slot->where) {

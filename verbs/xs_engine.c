@@ -71,6 +71,13 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
 
 /* The late list (a delayed FIN, a lingering close) is looked at this often. */
 #define XS_LATE_TICK_MS 10
+/* A connect refused (no listener yet) is dialled again for this long, from
+ * 5 ms apart doubling: servers tell their client a port before they listen
+ * on it (perftest -R's second connection, qperf -cm1 0.4.11); the kernel's
+ * CM refuses at once and these programs' own retries are racy or broken.
+ * A connect nobody will ever accept is refused this much later. */
+#define XS_REDIAL_MS 500
+#define XS_REDIAL_FIRST_MS 5
 
 /* A mixed listener looks again at a client that sent only part of the MPA
  * Request key this often (its octets stay in the socket, so a poll for
@@ -150,6 +157,14 @@ struct xs_conn {
 	uint64_t rnr_due_ms; /* engine thread: on eng.rnr until then */
 	bool on_rnr_list;
 	struct xs_conn *rnr_next;
+	/* initiator: a refused connect is dialled again until redial_end_ms
+	 * (engine thread; see redial_track) */
+	struct sockaddr_storage dst, src;
+	socklen_t dst_len, src_len;
+	uint64_t redial_end_ms, redial_due_ms;
+	unsigned redial_wait_ms;
+	bool on_redial_list, refused_now;
+	struct xs_conn *redial_next;
 	_Atomic bool rx_parked; /* on eng.parked, poll not re-armed (engine thread writes) */
 	struct xs_conn *park_next;
 
@@ -263,6 +278,7 @@ static struct {
 	 * wait for them (late_cv) */
 	struct xs_conn *late;
 	struct xs_conn *rnr; /* stalled connections (engine thread only) */
+	struct xs_conn *redial; /* refused connects to dial again (engine thread only) */
 	bool late_armed;
 	struct __kernel_timespec late_ts;
 	unsigned late_count;
@@ -534,12 +550,13 @@ static void poll_cancel(void *obj, int tag)
 }
 
 static void hs_track(struct xs_conn *c);
+static bool redial_track(struct xs_conn *c);
 
 static void conn_arm(struct xs_conn *c)
 {
 	unsigned ev = POLLIN | POLLRDHUP;
 
-	if (c->poll_armed || c->state == CONN_CLOSED ||
+	if (c->poll_armed || c->state == CONN_CLOSED || c->on_redial_list ||
 	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
 		return;
 	if (c->state == CONN_CONNECTING)
@@ -1607,6 +1624,12 @@ static void conn_handshake(struct xs_conn *c)
 		int soerr = 0;
 		socklen_t sl = sizeof(soerr);
 		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+		if (c->refused_now) { /* connect() itself said so */
+			c->refused_now = false;
+			soerr = ECONNREFUSED;
+		}
+		if (soerr == ECONNREFUSED && redial_track(c))
+			return;
 		if (soerr) {
 			connect_done(c, -soerr, NULL);
 			return;
@@ -1880,6 +1903,81 @@ static void rnr_scan(uint64_t now)
 	}
 }
 
+/* Engine: a refused connect waits its turn on the redial list, while time
+ * is left (false: refuse it now). */
+static bool redial_track(struct xs_conn *c)
+{
+	uint64_t now = now_ms();
+
+	if (c->on_redial_list || !c->dst_len)
+		return false;
+	c->redial_wait_ms = c->redial_wait_ms ? 2 * c->redial_wait_ms : XS_REDIAL_FIRST_MS;
+	if (now + c->redial_wait_ms > c->redial_end_ms)
+		return false;
+	c->redial_due_ms = now + c->redial_wait_ms;
+	conn_ref(c);
+	c->on_redial_list = true;
+	c->redial_next = eng.redial;
+	eng.redial = c;
+	late_timer_arm();
+	return true;
+}
+
+/* Engine: the same connect again on a fresh socket in the same descriptor
+ * (its number stays what the owner and the fork code know). */
+static void redial(struct xs_conn *c)
+{
+	int fd = socket(c->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1, rc = 0;
+
+	if (fd < 0 || dup3(fd, c->fd, O_CLOEXEC) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0) {
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (c->src_len)
+			(void)bind(c->fd, (struct sockaddr *)&c->src, c->src_len);
+		if (connect(c->fd, (struct sockaddr *)&c->dst, c->dst_len) < 0 &&
+		    errno != EINPROGRESS)
+			rc = -errno;
+	}
+	if (rc == -ECONNREFUSED && redial_track(c))
+		return;
+	if (rc < 0) {
+		connect_done(c, rc, NULL);
+		return;
+	}
+	conn_arm(c);
+}
+
+static void redial_scan(uint64_t now)
+{
+	struct xs_conn **pp = &eng.redial;
+	struct xs_conn *due = NULL;
+
+	while (*pp) { /* unlinked first: a redial may list it again */
+		struct xs_conn *c = *pp;
+
+		if (now < c->redial_due_ms && c->state == CONN_CONNECTING) {
+			pp = &c->redial_next;
+			continue;
+		}
+		*pp = c->redial_next;
+		c->on_redial_list = false;
+		c->redial_next = due;
+		due = c;
+	}
+	while (due) {
+		struct xs_conn *c = due;
+
+		due = c->redial_next;
+		if (c->state == CONN_CONNECTING) /* not closed by its owner meanwhile */
+			redial(c);
+		conn_unref(c); /* the list's */
+	}
+}
+
 static void late_scan(void)
 {
 	uint64_t now = now_ms();
@@ -1910,7 +2008,8 @@ static void late_scan(void)
 		conn_unref(c); /* the list's */
 	}
 	rnr_scan(now);
-	if (eng.late || eng.rnr)
+	redial_scan(now);
+	if (eng.late || eng.rnr || eng.redial)
 		late_timer_arm();
 }
 
@@ -2522,6 +2621,15 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		return -ENOMEM;
 	}
 	c->initiator = true;
+	if (dlen <= sizeof(c->dst)) {
+		memcpy(&c->dst, dst, dlen);
+		c->dst_len = dlen;
+	}
+	if (src && slen && slen <= sizeof(c->src)) {
+		memcpy(&c->src, src, slen);
+		c->src_len = slen;
+	}
+	c->redial_end_ms = now_ms() + XS_REDIAL_MS;
 	c->prefs = *prefs;
 	if (prefs->pdata_len) {
 		memcpy(c->prefs_pdata, prefs->pdata, prefs->pdata_len);
@@ -2533,9 +2641,14 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 	c->refs++; /* the owner's (not yet shared with the engine thread) */
 	c->state = CONN_CONNECTING;
 	if (connect(fd, dst, dlen) < 0 && errno != EINPROGRESS) {
-		rc = -errno;
-		conn_free(c);
-		return rc;
+		if (errno == ECONNREFUSED) {
+			/* the engine dials again (redial_track) */
+			c->refused_now = true;
+		} else {
+			rc = -errno;
+			conn_free(c);
+			return rc;
+		}
 	}
 	conn_command(c, CMD_ARM);
 	return 0;
