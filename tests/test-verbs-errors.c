@@ -853,6 +853,122 @@ out:
 	free_ep(&c);
 }
 
+/* ---- both ends blocked sending --------------------------------------------------- */
+
+#define BB_MSG (256u << 10)
+#define BB_SENDS 64
+#define BB_RECVS 4
+
+struct bb_side {
+	struct ep *e;
+	uint8_t *src, *dst;
+	struct ibv_mr *smr, *dmr;
+	int sent, received, errors;
+};
+
+static int bb_post_recv(struct bb_side *b, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)b->dst, .length = BB_MSG,
+				      .lkey = b->dmr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		if (ibv_post_recv(b->e->id->qp, &wr, &bad))
+			return -1;
+	}
+	return 0;
+}
+
+/* Each end: four receives, then 64 Sends of 256 KiB in one post, then
+ * completions, reposting as the peer's Sends arrive. */
+static void *bb_run(void *arg)
+{
+	struct bb_side *b = arg;
+	struct ibv_send_wr wr[BB_SENDS], *bad;
+	struct ibv_sge sg = { .addr = (uintptr_t)b->src, .length = BB_MSG, .lkey = b->smr->lkey };
+	struct ibv_wc wc[16];
+
+	for (int i = 0; i < BB_SENDS; i++)
+		wr[i] = (struct ibv_send_wr){ .wr_id = 2, .sg_list = &sg, .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					      .next = i + 1 < BB_SENDS ? &wr[i + 1] : NULL };
+	if (ibv_post_send(b->e->id->qp, wr, &bad)) {
+		b->errors++;
+		return NULL;
+	}
+	for (int spins = 0; (b->sent < BB_SENDS || b->received < BB_SENDS) && spins < 20000;
+	     spins++) {
+		int n = ibv_poll_cq(b->e->scq, 16, wc);
+
+		for (int i = 0; i < n; i++)
+			wc[i].status == IBV_WC_SUCCESS ? b->sent++ : b->errors++;
+		n = ibv_poll_cq(b->e->rcq, 16, wc);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len != BB_MSG) {
+				b->errors++;
+				continue;
+			}
+			b->received++;
+			if (b->received + BB_RECVS <= BB_SENDS && bb_post_recv(b, 1))
+				b->errors++;
+		}
+		if (!n)
+			usleep(500);
+	}
+	return NULL;
+}
+
+/* Both ends post more Sends than the other has receives, in one call each:
+ * each poster blocks on a full socket while each engine holds the other's
+ * next Send for a receive only that poster's caller will post (qperf
+ * rc_bi_bw).  The waiting posters read the stalled input aside, so both
+ * posts return and everything arrives, with no Terminate. */
+static void test_both_blocked(void)
+{
+	struct bb_side b[2];
+	pthread_t t[2];
+	struct ep c, s;
+
+	if (!pair_up(&c, &s, BB_SENDS + BB_RECVS, 0, 0)) {
+		xs_test_failures++;
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct ep *e = i ? &s : &c;
+
+		b[i] = (struct bb_side){ .e = e, .src = malloc(BB_MSG), .dst = malloc(BB_MSG) };
+		REQUIRE(b[i].src && b[i].dst);
+		memset(b[i].src, 0x40 + i, BB_MSG);
+		b[i].smr = ibv_reg_mr(e->id->pd, b[i].src, BB_MSG, IBV_ACCESS_LOCAL_WRITE);
+		b[i].dmr = ibv_reg_mr(e->id->pd, b[i].dst, BB_MSG, IBV_ACCESS_LOCAL_WRITE);
+		REQUIRE(b[i].smr && b[i].dmr);
+		REQUIRE(bb_post_recv(&b[i], BB_RECVS) == 0);
+	}
+	for (int i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&t[i], NULL, bb_run, &b[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ_U((unsigned)b[i].sent, BB_SENDS);
+		CHECK_EQ_U((unsigned)b[i].received, BB_SENDS);
+		CHECK_EQ_U((unsigned)b[i].errors, 0);
+		CHECK(all_bytes(b[i].dst, BB_MSG, (uint8_t)(0x40 + (1 - i))));
+		CHECK(qp_state(b[i].e->id->qp) == IBV_QPS_RTS);
+	}
+	printf("both ends blocked sending: %d+%d Sends of %u KiB through\n", b[0].received,
+	       b[1].received, BB_MSG >> 10);
+	for (int i = 0; i < 2; i++) {
+		CHECK(ibv_dereg_mr(b[i].smr) == 0);
+		CHECK(ibv_dereg_mr(b[i].dmr) == 0);
+	}
+	free_ep(&c);
+	free_ep(&s);
+	for (int i = 0; i < 2; i++) {
+		free(b[i].src);
+		free(b[i].dst);
+	}
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -865,6 +981,7 @@ int main(void)
 	printf("send queue completion order: %s\n", xs_test_failures ? "(failures above)" : "ok");
 	test_disconnect_outstanding();
 	test_terminate_while_sending();
+	test_both_blocked();
 	test_peer_killed();
 	test_bad_input();
 

@@ -77,6 +77,7 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
  * CM refuses at once and these programs' own retries are racy or broken.
  * A connect nobody will ever accept is refused this much later. */
 #define XS_REDIAL_MS 500
+#define XS_RX_OVER_MAX (256u << 20)
 #define XS_REDIAL_FIRST_MS 5
 
 /* A mixed listener looks again at a client that sent only part of the MPA
@@ -154,6 +155,14 @@ struct xs_conn {
 	_Atomic bool rx_stalled;
 	_Atomic bool rnr_off; /* no receive can come any more: fail at once */
 	size_t rx_pend_off, rx_pend_len;
+	/* An application thread waiting for socket room while the stream is
+	 * stalled reads what arrives into rx_over (rx_mu; rx_pend moved to
+	 * its start): both ends' posters blocked on full sockets while both
+	 * engines wait for receives that only those posters' callers will
+	 * post would wait for each other until XSOCK_RNR_MS (qperf
+	 * rc_bi_bw).  Consumed before the socket; at most XS_RX_OVER_MAX. */
+	uint8_t *rx_over;
+	size_t rx_over_cap, rx_over_off, rx_over_len;
 	uint64_t rnr_due_ms; /* engine thread: on eng.rnr until then */
 	bool on_rnr_list;
 	struct xs_conn *rnr_next;
@@ -395,6 +404,7 @@ static void conn_free(struct xs_conn *c)
 	pthread_mutex_destroy(&c->tx_mu);
 	pthread_cond_destroy(&c->tx_cv);
 	free(c->rbuf);
+	free(c->rx_over);
 	free(c);
 }
 
@@ -579,6 +589,52 @@ static void conn_arm(struct xs_conn *c)
 
 /* ---- transmit ------------------------------------------------------------- */
 
+/* A stalled stream's input may be read by a poster waiting for room (see
+ * rx_over): while its Send still waits and the buffer has room. */
+static bool rx_over_wanted(struct xs_conn *c)
+{
+	return atomic_load(&c->rx_stalled) && c->rx_over_len < XS_RX_OVER_MAX;
+}
+
+/* Application thread, tx owned: what arrived on a stalled stream, into
+ * rx_over (a FIN or an error is left for the engine to find). */
+static void rx_over_read(struct xs_conn *c)
+{
+	pthread_mutex_lock(&c->rx_mu);
+	if (atomic_load(&c->rx_stalled) && c->state == CONN_ESTABLISHED && !c->dead) {
+		if (!c->rx_over_len && c->rx_pend_len) { /* the stalled rest goes first */
+			c->rx_over_off = 0;
+			c->rx_over_len = 0;
+		}
+		size_t need = c->rx_over_len + (c->rx_over_len ? 0 : c->rx_pend_len) + XS_RBUF;
+
+		if (need > c->rx_over_cap && need <= XS_RX_OVER_MAX + XS_RBUF) {
+			size_t cap = c->rx_over_cap ? c->rx_over_cap : 1u << 20;
+			uint8_t *b;
+
+			while (cap < need)
+				cap *= 2;
+			b = realloc(c->rx_over, cap);
+			if (b) {
+				c->rx_over = b;
+				c->rx_over_cap = cap;
+			}
+		}
+		if (!c->rx_over_len && c->rx_pend_len && c->rx_over_cap >= c->rx_pend_len) {
+			memcpy(c->rx_over, c->rbuf + c->rx_pend_off, c->rx_pend_len);
+			c->rx_over_len = c->rx_pend_len;
+			c->rx_pend_len = 0;
+		}
+		if (c->rx_over_cap > c->rx_over_len && (c->rx_over_len || !c->rx_pend_len)) {
+			ssize_t n = recv(c->fd, c->rx_over + c->rx_over_len,
+					 c->rx_over_cap - c->rx_over_len, MSG_DONTWAIT);
+			if (n > 0)
+				c->rx_over_len += (size_t)n;
+		}
+	}
+	pthread_mutex_unlock(&c->rx_mu);
+}
+
 /* Wait for room in the socket.  A peer whose window stays shut for
  * XSOCK_TX_TIMEOUT_MS is broken: shutting the socket down makes the
  * engine's poll see the end and fail the stream (QP error, flush,
@@ -592,12 +648,17 @@ static int wait_writable(struct xs_conn *c)
 	for (;;) {
 		if (c->dead)
 			return -EPIPE;
+		p.events = POLLOUT | (rx_over_wanted(c) ? POLLIN : 0);
 		int n = poll(&p, 1, 200);
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		if (n > 0) {
 			if (p.revents & (POLLERR | POLLHUP))
 				return -EPIPE;
+			if (!(p.revents & POLLOUT)) {
+				rx_over_read(c);
+				continue;
+			}
 			return 0;
 		}
 		if (deadline && now_ms() >= deadline) {
@@ -1201,11 +1262,21 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			/* a receive may be there now: go on where the Send stopped */
 			if (atomic_load(&c->rnr_off))
 				c->rx.rnr = false;
-			rc = iw_rx_input_part(&c->rx, c->rbuf + c->rx_pend_off, c->rx_pend_len,
-					      &used, &err);
+			bool over = c->rx_over_len > 0;
+
+			if (over)
+				rc = iw_rx_input_part(&c->rx, c->rx_over + c->rx_over_off,
+						      c->rx_over_len - c->rx_over_off, &used, &err);
+			else
+				rc = iw_rx_input_part(&c->rx, c->rbuf + c->rx_pend_off,
+						      c->rx_pend_len, &used, &err);
 			if (rc == -EAGAIN) {
-				c->rx_pend_off += used;
-				c->rx_pend_len -= used;
+				if (over) {
+					c->rx_over_off += used;
+				} else {
+					c->rx_pend_off += used;
+					c->rx_pend_len -= used;
+				}
 				if (used && engine) /* another Send: its own wait */
 					rnr_track(c);
 				else if (used)
@@ -1215,6 +1286,11 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			if (rc < 0)
 				goto fail;
 			c->rx_pend_len = 0;
+			if (over) { /* served: give the memory back */
+				free(c->rx_over);
+				c->rx_over = NULL;
+				c->rx_over_cap = c->rx_over_off = c->rx_over_len = 0;
+			}
 			atomic_store(&c->rx_stalled, false);
 			if (!engine)
 				conn_command(c, CMD_ARM); /* the engine's poll is off */
