@@ -257,19 +257,11 @@ static void test_listen_late(void)
 	make_qp(&s, ev->id);
 	rdma_ack_cm_event(ev);
 	CHECK(rdma_accept(s.id, NULL) == 0);
-	ev = cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 3000, "client established (late)");
-	if (ev)
-		rdma_ack_cm_event(ev);
-	ev = cm_expect(s.id->channel, RDMA_CM_EVENT_ESTABLISHED, 3000, "server established (late)");
-	if (ev)
-		rdma_ack_cm_event(ev);
+	cm_expect_ack(c.ch, RDMA_CM_EVENT_ESTABLISHED, 3000, "client established (late)");
+	cm_expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, 3000, "server established (late)");
 	CHECK(rdma_disconnect(c.id) == 0);
-	ev = cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 3000, "client disc (late)");
-	if (ev)
-		rdma_ack_cm_event(ev);
-	ev = cm_expect(s.id->channel, RDMA_CM_EVENT_DISCONNECTED, 3000, "server disc (late)");
-	if (ev)
-		rdma_ack_cm_event(ev);
+	cm_expect_ack(c.ch, RDMA_CM_EVENT_DISCONNECTED, 3000, "client disc (late)");
+	cm_expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 3000, "server disc (late)");
 	free_side(&s);
 	client_free(&c);
 	CHECK(rdma_destroy_id(late) == 0);

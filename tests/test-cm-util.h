@@ -48,6 +48,16 @@ static inline struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch,
 	return ev;
 }
 
+/* cm_expect, and the event acknowledged at once (its contents unused). */
+static inline void cm_expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+				 int ms, const char *what)
+{
+	struct rdma_cm_event *ev = cm_expect(ch, type, ms, what);
+
+	if (ev)
+		rdma_ack_cm_event(ev);
+}
+
 static inline struct sockaddr_in cm_sin(const char *ip, uint16_t port)
 {
 	struct sockaddr_in s;

@@ -340,11 +340,8 @@ static void test_modify_err_flush(void)
 	struct ep s;
 	int n;
 
-	raw_connect(&r, &p, &req);
-	if (!server_accept(&s, 16, 6) || !raw_established(&r, &p, &req)) {
-		xs_test_failures++;
+	if (!raw_pair(&r, &p, &req, &s, 16, 6))
 		goto out;
-	}
 	struct ibv_sge sg = { .addr = (uintptr_t)(s.mem + GUARD), .length = 64,
 			      .lkey = s.mr[T_RW]->lkey };
 	for (int i = 0; i < 3; i++) /* ORD 4: none of them waits */
@@ -397,11 +394,8 @@ static void test_sq_order(void)
 	struct ep s, c;
 	int n;
 
-	raw_connect(&r, &p, &req);
-	if (!server_accept(&s, 16, 2) || !raw_established(&r, &p, &req)) {
-		xs_test_failures++;
+	if (!raw_pair(&r, &p, &req, &s, 16, 2))
 		goto out;
-	}
 	struct ibv_sge sg = { .addr = (uintptr_t)(s.mem + GUARD), .length = 64,
 			      .lkey = s.mr[T_RW]->lkey };
 	struct ibv_send_wr quiet = { .wr_id = 12, .sg_list = &sg, .num_sge = 1,
@@ -457,12 +451,8 @@ out:
 		CHECK(post_recvs(&s, 1, 100) == 0);
 	}
 	CHECK(rdma_disconnect(c.id) == 0);
-	ev = cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order client");
-	if (ev)
-		rdma_ack_cm_event(ev);
-	ev = cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order server");
-	if (ev)
-		rdma_ack_cm_event(ev);
+	cm_expect_ack(c.ch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order client");
+	cm_expect_ack(lch, RDMA_CM_EVENT_DISCONNECTED, 2000, "sq order server");
 out2:
 	free_ep(&c);
 	free_ep(&s);

@@ -408,6 +408,18 @@ static inline bool raw_established(struct raw *r, const struct mpa_prefs *p, con
 
 /* Read until a Terminate was decoded and the peer closed (2 s at most).
  * Returns true if the stream ended (EOF/RST) within the time. */
+/* A raw peer connected to the listener's next accepted ep s (depth,
+ * nrecv receives posted); false counted as a failure. */
+static inline bool raw_pair(struct raw *r, struct mpa_prefs *p, struct mpa_frame *req,
+			    struct ep *s, unsigned depth, unsigned nrecv)
+{
+	raw_connect(r, p, req);
+	if (server_accept(s, depth, nrecv) && raw_established(r, p, req))
+		return true;
+	xs_test_failures++;
+	return false;
+}
+
 static inline bool raw_until_eof(struct raw *r)
 {
 	struct pollfd pf = { .fd = r->fd, .events = POLLIN };
