@@ -161,7 +161,7 @@ int xs_rwr_fill(struct xs_rwr *r, struct ibv_pd *pd, const struct ibv_recv_wr *w
  * commands (xs_conn_rx_kick) may be taken under it. */
 
 /* QP creation/destruction (application thread): a QP receives from srq.
- * attach: 0 or EINVAL (srq of another context).  detach before the QP's
+ * attach: 0 or ENOMEM.  detach before the QP's
  * connection is put (post_srq_recv kicks the connections of attached QPs);
  * WRs the QP holds go back with xs_srq_put afterwards. */
 int xs_srq_attach(struct ibv_srq *srq, struct ibv_qp *qp);

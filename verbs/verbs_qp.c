@@ -709,8 +709,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
 	if (!a->send_cq || !a->recv_cq || a->cap.max_send_wr > XS_MAX_QP_WR ||
 	    a->cap.max_recv_wr > XS_MAX_QP_WR || a->cap.max_send_sge > XS_MAX_SGE ||
-	    a->cap.max_recv_sge > XS_MAX_SGE || a->cap.max_inline_data > XS_MAX_INLINE ||
-	    (a->srq && a->srq->context != pd->context)) {
+	    a->cap.max_recv_sge > XS_MAX_SGE || a->cap.max_inline_data > XS_MAX_INLINE) {
 		errno = EINVAL;
 		return NULL;
 	}

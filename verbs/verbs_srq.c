@@ -298,8 +298,8 @@ int xs_srq_attach(struct ibv_srq *srq, struct ibv_qp *qp)
 	struct xs_srq *s = to_xs_srq(srq);
 	int rc = 0;
 
-	if (srq->context != qp->context)
-		return EINVAL;
+	/* the contexts of a process share the one device (as PDs and CQs do
+	 * here): an SRQ serves QPs of any of them */
 	pthread_mutex_lock(&s->lock);
 	if (s->nqps == s->qps_cap) {
 		unsigned ncap = s->qps_cap ? s->qps_cap * 2 : 4;
