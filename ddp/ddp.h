@@ -109,6 +109,15 @@ struct ddp_rxbuf {
 	struct ddp_range ranges[DDP_OOO_MAX_RANGES];
 };
 
+struct ddp_queue;
+
+/* A queue fed on demand (a shared receive queue above): called when a
+ * segment starts the message just past the posted buffers, to post one
+ * (ddp_queue_post) and return 0, or return < 0 when there is none (the
+ * segment then fails with DDP/2/0x02 as without a refill).  Runs where
+ * placement runs, under whatever lock the owner places under. */
+typedef int (*ddp_refill_fn)(void *ctx, struct ddp_queue *q);
+
 /* Untagged queue (one per QN).  MSN n goes to the (n - msn_head)-th posted
  * buffer; messages are delivered strictly in MSN order. */
 struct ddp_queue {
@@ -118,6 +127,8 @@ struct ddp_queue {
 	unsigned head; /* ring index of msn_head */
 	unsigned count; /* posted, undelivered buffers */
 	struct ddp_rxbuf *ring;
+	ddp_refill_fn refill; /* optional, set by the owner after init */
+	void *refill_ctx;
 };
 
 /* depth: maximum posted buffers; msn_start: first MSN (RFC 5041: 1). */

@@ -202,6 +202,10 @@ static int ddp_untagged_check(struct ddp_rx *rx, const struct ddp_hdr *h, uint32
 
 	if (d >= DDP_MSN_HALF)
 		return ddp_untagged_err(err, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_MSN_RANGE);
+	/* only the next message in order takes a buffer on demand: a peer
+	 * naming MSNs far ahead must not drain the owner's pool */
+	if (d == q->count && q->refill && q->count < q->depth)
+		q->refill(q->refill_ctx, q);
 	if (d >= q->count)
 		return ddp_untagged_err(err, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_NO_BUFFER);
 

@@ -52,6 +52,7 @@ static int known_errno(int e)
 	case ENOTCONN: case EADDRNOTAVAIL: case EFAULT: case ENOTSOCK:
 	case EISCONN: case EPERM: case EAGAIN: case ENXIO: case ENODATA:
 	case EADDRINUSE: case ECONNREFUSED: case EBUSY: case EOVERFLOW: case ETIMEDOUT:
+	case EEXIST: /* a second QP or SRQ on a CM id (librdmacm would lose the first) */
 		return 1;
 	}
 	return 0;
@@ -781,14 +782,44 @@ static struct ibv_srq *mk_srq(void)
 
 static void c_ibv_create_srq(void)
 {
-	errno = 0;
-	struct ibv_srq *s = mk_srq();
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 2, .srq_limit = 1 } };
 
-	res("ibv_create_srq", s != NULL, errno);
-	if (s)
+	errno = 0;
+	struct ibv_srq *s = ibv_create_srq(pd, &sa);
+
+	res("ibv_create_srq", s != NULL && sa.attr.max_wr >= 8 && sa.attr.max_sge >= 2, errno);
+	if (s) {
+		/* a QP on it: its receives are the SRQ's */
+		struct ibv_qp_init_attr ia = {
+			.send_cq = cq, .recv_cq = cq, .srq = s, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		struct ibv_qp *q = ibv_create_qp(pd, &ia);
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+		struct ibv_recv_wr rw = { .wr_id = 1 }, *rbad = NULL;
+
+		CHECK(q != NULL);
+		if (q) {
+			CHECK(ibv_query_qp(q, &qa, IBV_QP_CAP, &qi) == 0 && qi.srq == s &&
+			      qi.cap.max_recv_wr == 0);
+			BADI("ibv_post_recv", "QP on an SRQ", ibv_post_recv(q, &rw, &rbad));
+			CHECK(rbad == &rw);
+			BADI("ibv_destroy_srq", "QP on it", ibv_destroy_srq(s));
+			CHECK_EQ_U(ibv_destroy_qp(q), 0);
+		}
 		CHECK_EQ_U(ibv_destroy_srq(s), 0);
-	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1u << 30, .max_sge = 1 } };
+	}
+	sa.attr.max_wr = 1u << 30;
 	BADP("ibv_create_srq", "huge max_wr", ibv_create_srq(pd, &sa));
+	sa.attr.max_wr = 0;
+	BADP("ibv_create_srq", "max_wr 0", ibv_create_srq(pd, &sa));
+	sa.attr.max_wr = 8;
+	sa.attr.max_sge = 1u << 20;
+	BADP("ibv_create_srq", "huge max_sge", ibv_create_srq(pd, &sa));
+	sa.attr.max_sge = 1;
+	BADP("ibv_create_srq", "NULL pd", ibv_create_srq(NULL, &sa));
+	BADP("ibv_create_srq", "NULL attr", ibv_create_srq(pd, NULL));
 }
 
 static void c_ibv_modify_srq(void)
@@ -801,9 +832,15 @@ static void c_ibv_modify_srq(void)
 		return;
 	}
 	int r = ibv_modify_srq(s, &a, IBV_SRQ_LIMIT);
-	res("ibv_modify_srq", r == 0, r > 0 ? r : errno);
+	a.max_wr = 16;
+	int r2 = ibv_modify_srq(s, &a, IBV_SRQ_MAX_WR);
+	res("ibv_modify_srq", r == 0 && r2 == 0, r ? r : r2);
 	a.max_wr = 1u << 30;
 	BADI("ibv_modify_srq", "huge max_wr", ibv_modify_srq(s, &a, IBV_SRQ_MAX_WR));
+	a.srq_limit = 1u << 30;
+	BADI("ibv_modify_srq", "limit beyond max_wr", ibv_modify_srq(s, &a, IBV_SRQ_LIMIT));
+	BADI("ibv_modify_srq", "NULL attr", ibv_modify_srq(s, NULL, IBV_SRQ_LIMIT));
+	BADI("ibv_modify_srq", "NULL srq", ibv_modify_srq(NULL, &a, IBV_SRQ_LIMIT));
 	CHECK_EQ_U(ibv_destroy_srq(s), 0);
 }
 
@@ -819,6 +856,25 @@ static void c_ibv_query_srq(void)
 	memset(&a, 0, sizeof(a));
 	int r = ibv_query_srq(s, &a);
 	res("ibv_query_srq", r == 0 && a.max_wr >= 8, r > 0 ? r : errno);
+	BADI("ibv_query_srq", "NULL attr", ibv_query_srq(s, NULL));
+	BADI("ibv_query_srq", "NULL srq", ibv_query_srq(NULL, &a));
+	/* the inline calls through the context */
+	struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 7, .sg_list = &sg, .num_sge = 1 }, *rbad = NULL;
+	uint32_t num = 0;
+
+	CHECK(ibv_post_srq_recv(s, &rw, &rbad) == 0);
+	rw.num_sge = 3;
+	BADI("ibv_post_srq_recv", "too many SGEs", ibv_post_srq_recv(s, &rw, &rbad));
+	CHECK(rbad == &rw);
+	rw.num_sge = 1;
+	sg.lkey ^= 0x5a5a00;
+	BADI("ibv_post_srq_recv", "bad lkey", ibv_post_srq_recv(s, &rw, &rbad));
+	sg.lkey ^= 0x5a5a00;
+	for (int i = 1; i < 8; i++)
+		CHECK(ibv_post_srq_recv(s, &rw, &rbad) == 0);
+	BADI("ibv_post_srq_recv", "full", ibv_post_srq_recv(s, &rw, &rbad));
+	CHECK(ibv_get_srq_num(s, &num) == 0 && num != 0);
 	CHECK_EQ_U(ibv_destroy_srq(s), 0);
 }
 
@@ -831,6 +887,7 @@ static void c_ibv_destroy_srq(void)
 		return;
 	}
 	OKI("ibv_destroy_srq", ibv_destroy_srq(s));
+	BADI("ibv_destroy_srq", "NULL srq", ibv_destroy_srq(NULL));
 }
 
 static void c_ibv_create_ah(void)
@@ -1045,6 +1102,16 @@ static void inline_calls(void)
 	CHECK(r == EOPNOTSUPP || r == ENOSYS);
 	BADP("ibv_alloc_mw", "no op", ibv_alloc_mw(pd, IBV_MW_TYPE_1));
 	BADP("ibv_create_srq_ex", "XRC", ibv_create_srq_ex(ctx, &sx));
+	/* BASIC with a CQ goes through the context's create_srq_ex */
+	sx.srq_type = IBV_SRQT_BASIC;
+	sx.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
+	struct ibv_srq *sq = ibv_create_srq_ex(ctx, &sx);
+	printf("  ibv_create_srq_ex: %s errno=%d\n", sq ? "ok" : "refused", errno);
+	CHECK(sq != NULL);
+	if (sq)
+		CHECK_EQ_U(ibv_destroy_srq(sq), 0);
+	sx.srq_type = IBV_SRQT_TM;
+	BADP("ibv_create_srq_ex", "TM", ibv_create_srq_ex(ctx, &sx));
 	BADP("ibv_open_xrcd", "no op", ibv_open_xrcd(ctx, &xa));
 	BADP("ibv_create_flow", "no op", ibv_create_flow(qp, &fl.a));
 	BADP("ibv_alloc_td", "no op", ibv_alloc_td(ctx, &ta));
@@ -1207,24 +1274,35 @@ static void c_rdma_create_qp(void)
 	OKI("rdma_create_qp_ex", rdma_create_qp_ex(id, &ix));
 	if (id->qp)
 		rdma_destroy_qp(id);
-	/* an SRQ on the id: librdmacm's own builds it with ibv_create_srq_ex */
+	/* an SRQ on the id: the id's QP takes it */
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 	errno = 0;
 	int r = rdma_create_srq(id, NULL, &sa);
-	res("rdma_create_srq", r == 0, errno);
+	res("rdma_create_srq", r == 0 && id->srq, errno);
 	if (!r) {
+		BADI("rdma_create_srq", "id has one", rdma_create_srq(id, NULL, &sa));
+		struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 2, .max_send_sge = 1 } };
+		CHECK(rdma_create_qp(id, NULL, &qa) == 0 && id->qp && id->qp->srq == id->srq);
+		if (id->qp)
+			rdma_destroy_qp(id);
 		rdma_destroy_srq(id);
 		CHECK(id->srq == NULL);
 	}
+	BADI("rdma_create_srq", "NULL attr", rdma_create_srq(id, NULL, NULL));
 	struct ibv_srq_init_attr_ex sx = { .attr = { .max_wr = 4, .max_sge = 1 },
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD, .srq_type = IBV_SRQT_BASIC, .pd = pd };
+	BADI("rdma_create_srq_ex", "no type", ({ struct ibv_srq_init_attr_ex z = { 0 }; rdma_create_srq_ex(id, &z); }));
+	BADI("rdma_create_srq_ex", "XRC", ({ struct ibv_srq_init_attr_ex z = { .comp_mask = IBV_SRQ_INIT_ATTR_TYPE,
+		.srq_type = IBV_SRQT_XRC, .attr = { .max_wr = 4 } }; rdma_create_srq_ex(id, &z); }));
 	errno = 0;
 	r = rdma_create_srq_ex(id, &sx);
-	res("rdma_create_srq_ex", r == 0, errno);
-	BADI("rdma_create_srq_ex", "no type", ({ struct ibv_srq_init_attr_ex z = { 0 }; rdma_create_srq_ex(id, &z); }));
-	/* without an SRQ there is nothing to destroy, and nothing breaks */
+	res("rdma_create_srq_ex", r == 0 && id->srq, errno);
 	rdma_destroy_srq(id);
 	res("rdma_destroy_srq", id->srq == NULL, 0);
+	/* without an SRQ there is nothing to destroy, and nothing breaks */
+	rdma_destroy_srq(id);
+	CHECK(id->srq == NULL);
 	CHECK_EQ_U(rdma_destroy_id(id), 0);
 }
 

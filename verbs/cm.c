@@ -34,8 +34,10 @@
  * mean the device maximum; any value above XS_MAX_IRD/ORD is capped at it
  * (librdmacm would fail with EINVAL for 129..254; capping is friendlier).
  *
- * Not supported: RDMA_PS_UDP/IB/IPOIB (EOPNOTSUPP), multicast, SRQ creation
- * through the CM (not exported), ECE. */
+ * SRQs (rdma_create_srq*): BASIC only; id->srq feeds the id's QP when its
+ * attributes name none, and rdma_destroy_ep destroys it, as librdmacm.
+ *
+ * Not supported: RDMA_PS_UDP/IB/IPOIB (EOPNOTSUPP), multicast, XRC, ECE. */
 #include "config.h"
 
 #include <errno.h>
@@ -49,6 +51,7 @@
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h> /* rdma_create_srq* */
 
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
@@ -847,7 +850,6 @@ static void cm_set_qp(struct cm_id *c, struct ibv_qp *qp, struct ibv_pd *pd)
 	c->id.pd = pd;
 	c->id.send_cq = qp->send_cq;
 	c->id.recv_cq = qp->recv_cq;
-	c->id.srq = qp->srq;
 	c->id.qp_type = qp->qp_type;
 	c->id.send_cq_channel = c->own_sch ? c->own_sch : (qp->send_cq ? qp->send_cq->channel : NULL);
 	c->id.recv_cq_channel = c->own_rch ? c->own_rch : (qp->recv_cq ? qp->recv_cq->channel : NULL);
@@ -874,7 +876,15 @@ XS_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 			return -1;
 		a.comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
-	rc = cm_make_cqs(c, &a.send_cq, &a.recv_cq, a.cap.max_send_wr, a.cap.max_recv_wr);
+	if (id->srq && !a.srq)
+		a.srq = id->srq;
+	uint32_t rwr = a.cap.max_recv_wr;
+	struct ibv_srq_attr sa;
+
+	/* receives come from the SRQ: a CQ of our making must hold its WRs */
+	if (a.srq && !a.recv_cq && ibv_query_srq(a.srq, &sa) == 0)
+		rwr = sa.max_wr;
+	rc = cm_make_cqs(c, &a.send_cq, &a.recv_cq, a.cap.max_send_wr, rwr);
 	if (rc)
 		return cm_err(-rc);
 	qp = ibv_create_qp_ex(id->verbs, &a);
@@ -1859,7 +1869,69 @@ XS_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 		return;
 	if (id->qp)
 		rdma_destroy_qp(id);
+	if (id->srq)
+		rdma_destroy_srq(id);
 	rdma_destroy_id(id);
+}
+
+/* ---- shared receive queues -------------------------------------------------------- */
+
+/* librdmacm's: a BASIC SRQ on the id's device, with the id's PD (or the
+ * CM's own) when attr names none; id->srq.  0 or -1 with errno. */
+XS_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct cm_id *c = cm_of(id);
+	struct ibv_srq *srq;
+
+	if (!id || !attr || !id->verbs || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+		return cm_err(EINVAL);
+	if (attr->srq_type != IBV_SRQT_BASIC)
+		return cm_err(EOPNOTSUPP); /* XRC, tag matching */
+	if (id->srq)
+		return cm_err(EEXIST); /* librdmacm would lose the first one */
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : cm_default_pd(id->verbs);
+		if (!attr->pd)
+			return -1;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq)
+		return cm_err(errno ? errno : ENOMEM);
+	pthread_mutex_lock(&c->lock);
+	if (!id->pd)
+		id->pd = attr->pd;
+	id->srq = srq;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+XS_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	int rc;
+
+	if (!id || !attr)
+		return cm_err(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, attr, sizeof(*attr));
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	ax.srq_type = IBV_SRQT_BASIC;
+	ax.pd = pd;
+	rc = rdma_create_srq_ex(id, &ax);
+	memcpy(attr, &ax, sizeof(*attr)); /* what was granted */
+	return rc;
+}
+
+/* While a QP uses it the SRQ stays (ibv_destroy_srq is EBUSY): id->srq is
+ * kept rather than lost, unlike librdmacm. */
+XS_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (!id || !id->srq)
+		return;
+	if (ibv_destroy_srq(id->srq) == 0)
+		id->srq = NULL;
 }
 
 /* Sync listeners only (as in librdmacm): the next connect request as a new

@@ -1,6 +1,6 @@
 /* The one software device "xsock0" (an iWARP RNIC), its context and the
  * queries, string and rate helpers, async events, and the verbs this
- * device does not have (AH, multicast, SRQ, extended QP): those fail with
+ * device does not have (AH, multicast, XRC): those fail with
  * EOPNOTSUPP. */
 #include "config.h"
 
@@ -182,13 +182,6 @@ XS_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
 
 /* ---- context -------------------------------------------------------------- */
 
-static int xs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	if (bad)
-		*bad = wr;
-	return EOPNOTSUPP;
-}
-
 static int xs_query_port_op(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
 			    size_t attr_len);
 static int xs_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
@@ -235,6 +228,8 @@ XS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	x->vctx.query_port = xs_query_port_op;
 	x->vctx.query_device_ex = xs_query_device_ex;
 	x->vctx.create_qp_ex = xs_create_qp_ex;
+	x->vctx.create_srq_ex = xs_create_srq_ex;
+	x->vctx.get_srq_num = xs_get_srq_num;
 	pthread_mutex_init(&x->ev_lock, NULL);
 	return c;
 }
@@ -282,13 +277,16 @@ static void xs_fill_device_attr(struct ibv_device_attr *a)
 	a->page_size_cap = 4096;
 	a->max_qp = XS_MAX_QP;
 	a->max_qp_wr = XS_MAX_QP_WR;
-	a->device_cap_flags = 0;
+	a->device_cap_flags = IBV_DEVICE_SRQ_RESIZE;
 	a->max_sge = XS_MAX_SGE;
 	a->max_sge_rd = 1; /* RDMA Read sinks: one SGE */
 	a->max_cq = XS_MAX_QP * 2;
 	a->max_cqe = XS_MAX_CQE;
 	a->max_mr = 1 << 24; /* XS_MR_MAX in verbs_mr.c */
 	a->max_pd = XS_MAX_QP;
+	a->max_srq = XS_MAX_SRQ;
+	a->max_srq_wr = XS_MAX_SRQ_WR;
+	a->max_srq_sge = XS_MAX_SRQ_SGE;
 	/* rdma-core: rd_atom = Read Requests a QP can have incoming
 	 * (responder resources, our IRD), init_rd_atom = it can issue (ORD) */
 	a->max_qp_rd_atom = XS_MAX_IRD;
@@ -498,6 +496,9 @@ static bool event_names(const struct ibv_async_event *ev, const void *obj)
 	case IBV_EVENT_PATH_MIG_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		return ev->element.qp == obj;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return ev->element.srq == obj;
 	default:
 		return false;
 	}
@@ -568,6 +569,16 @@ XS_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		qp->events_completed++;
 		pthread_cond_broadcast(&qp->cond);
 		pthread_mutex_unlock(&qp->mutex);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ibv_srq *srq = event->element.srq;
+
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_broadcast(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
 		break;
 	}
 	default:
@@ -763,24 +774,4 @@ XS_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint
 	return EOPNOTSUPP;
 }
 
-XS_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-XS_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
-}
-
-XS_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	return EOPNOTSUPP;
-}
-
-XS_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	return EOPNOTSUPP;
-}
 

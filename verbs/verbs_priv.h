@@ -36,7 +36,7 @@ static inline struct xs_context *to_xs_context(struct ibv_context *c)
 
 /* Queue an async event and make async_fd readable (any thread). */
 void xs_async_event(struct ibv_context *ctx, const struct ibv_async_event *ev);
-/* Drop the queued events that name a QP or CQ being destroyed (they would
+/* Drop the queued events that name a QP, CQ or SRQ being destroyed (they would
  * hand the application a freed object). */
 void xs_async_forget(struct ibv_context *ctx, const void *obj);
 
@@ -128,6 +128,55 @@ void xs_cq_fill(struct ibv_cq *cq, uint64_t seq, const struct ibv_wc *wc);
  * an empty poll receives on (the first XS_CQ_POLL_CONNS; a hold each). */
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn);
 void xs_cq_del_conn(struct ibv_cq *cq, struct xs_conn *conn);
+
+/* ---- receive WRs (verbs_qp.c, verbs_srq.c) --------------------------------- */
+
+struct xs_sg {
+	uint8_t *ptr;
+	uint32_t len;
+};
+
+/* A posted receive: a QP's (the ddp_queue cookie) or an SRQ's, handed to a
+ * QP's ddp_queue when a Send arrives for it. */
+struct xs_rwr {
+	uint64_t wr_id;
+	uint8_t *bounce; /* multi-SGE: scattered into sg on completion */
+	uint32_t nsg;
+	struct xs_sg *sg;
+	uint8_t *buf; /* SRQ: where the message goes (sg[0] or bounce) */
+	uint32_t len; /* SRQ: its room */
+	struct xs_rwr *next; /* free list, SRQ FIFO */
+};
+
+/* Check one receive WR against pd (SGE count up to max_sge, lkeys with
+ * local write) and fill r (bounce allocated for several SGEs; buf, len).
+ * 0, EINVAL, ENOMEM.  Any thread, no lock needed. */
+int xs_rwr_fill(struct xs_rwr *r, struct ibv_pd *pd, const struct ibv_recv_wr *wr,
+		unsigned max_sge);
+
+/* ---- shared receive queues (verbs_srq.c) ----------------------------------- */
+
+/* Locks: the SRQ lock nests inside a QP's rx_lock (conn rx -> rx_lock ->
+ * SRQ lock) and outside the async event lock; the engine's connection
+ * commands (xs_conn_rx_kick) may be taken under it. */
+
+/* QP creation/destruction (application thread): a QP receives from srq.
+ * attach: 0 or ENOMEM.  detach before the QP's
+ * connection is put (post_srq_recv kicks the connections of attached QPs);
+ * WRs the QP holds go back with xs_srq_put afterwards. */
+int xs_srq_attach(struct ibv_srq *srq, struct ibv_qp *qp);
+void xs_srq_detach(struct ibv_srq *srq, struct ibv_qp *qp);
+/* The oldest posted WR, taken out for a QP's arriving Send, or NULL (empty).
+ * May queue IBV_EVENT_SRQ_LIMIT_REACHED.  Engine or polling thread, under
+ * the conn rx lock and the QP's rx_lock. */
+struct xs_rwr *xs_srq_take(struct ibv_srq *srq);
+/* A taken WR is done with (completed or flushed): back to the free pool.
+ * Any thread; the QP's rx_lock may be held. */
+void xs_srq_put(struct ibv_srq *srq, struct xs_rwr *r);
+/* context ops */
+int xs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_srq *xs_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+int xs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 /* ---- extended post API (verbs_qpx.c) ------------------------------------- */
 

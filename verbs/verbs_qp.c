@@ -14,12 +14,15 @@
  * connection.  A single-SGE receive is placed directly; a multi-SGE one
  * goes through a bounce buffer scattered on completion.  The QP owns the
  * IRD buffers (28 octets each, QN 1) and the Terminate buffers (QN 2).
+ * A QP on an SRQ posts nothing itself: its QN 0 queue takes the SRQ's
+ * oldest WR when a Send starts to arrive (qp_srq_refill, verbs_srq.c).
  *
  * Locks, in the order they nest:
  *   sq_lock   serializes post_send, held across transmit (never taken by
  *             the engine thread, which must not block on a full socket)
  *   conn rx   the engine's lock around placement (xs_conn_rx_lock)
  *   rx_lock   the QP's receive queue and receive records
+ *   SRQ lock  the shared receive queue (verbs_srq.c)
  *   rd_lock   the send FIFO (never held across transmit)
  *   lock      state and attributes
  *   CQ, channel and async event locks are leaves.
@@ -36,19 +39,9 @@
 #define XS_TERM_BUF 128
 #define XS_TERM_BUFS 2
 
-struct xs_sg {
-	uint8_t *ptr;
-	uint32_t len;
-};
-
-/* a posted receive (the ddp_queue cookie) */
-struct xs_rwr {
-	uint64_t wr_id;
-	uint8_t *bounce; /* multi-SGE: scattered into sg on completion */
-	uint32_t nsg;
-	struct xs_sg *sg;
-	struct xs_rwr *next; /* free list */
-};
+/* the QN 0 queue of a QP on an SRQ: it holds the WRs taken for Sends
+ * being received (one at a time over TCP; a few to spare) */
+#define XS_SRQ_QP_DEPTH 16
 
 /* the send FIFO: an outstanding RDMA Read, or a WR done behind one (its
  * completion waits).  When not empty, its head is a Read. */
@@ -89,7 +82,7 @@ struct xs_qp {
 	bool fatal_sent; /* IBV_EVENT_QP_FATAL went out (atomic) */
 
 	pthread_mutex_t rx_lock;
-	struct ddp_queue rq; /* QN 0 */
+	struct ddp_queue rq; /* QN 0 (on an SRQ: fed by qp_srq_refill) */
 	struct xs_rwr *rwr, *rfree;
 	struct xs_sg *sgs;
 	struct ddp_queue rrq, tq; /* QN 1 (Read Requests), QN 2 (Terminate) */
@@ -165,6 +158,10 @@ static void qp_rx_unlock(struct xs_qp *q, struct xs_conn *c)
 
 static void rwr_put(struct xs_qp *q, struct xs_rwr *r)
 {
+	if (q->qp.srq) { /* the SRQ's: back to its pool */
+		xs_srq_put(q->qp.srq, r);
+		return;
+	}
 	free(r->bounce);
 	r->bounce = NULL;
 	r->next = q->rfree;
@@ -425,6 +422,16 @@ static void qp_enter_error(struct xs_qp *q, bool engine, const struct rdmap_term
 	c = qp_conn(q);
 	if (c)
 		xs_conn_rx_kick(c, true);
+	if (q->qp.srq) {
+		/* the kernel's signal that the QP takes no more SRQ WRs (its
+		 * refill refuses in ERR): the consumer may destroy it */
+		struct ibv_async_event ev = {
+			.element.qp = &q->qp,
+			.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
+		};
+
+		xs_async_event(q->qp.context, &ev);
+	}
 }
 
 /* ---- Terminate helpers ------------------------------------------------------ */
@@ -654,6 +661,28 @@ static void qp_failed(void *ctx, bool local, const struct xs_err *err)
 		qp_fatal(q);
 }
 
+/* The QN 0 queue of a QP on an SRQ wants a buffer for the Send arriving
+ * (engine or polling thread, conn rx lock held): the SRQ's oldest WR,
+ * unless the QP is past taking any (ERR, RESET). */
+static int qp_srq_refill(void *ctx, struct ddp_queue *rq)
+{
+	struct xs_qp *q = ctx;
+	enum ibv_qp_state st;
+	struct xs_rwr *r = NULL;
+	int rc = -1;
+
+	pthread_mutex_lock(&q->rx_lock);
+	st = qp_state(q);
+	if (st != IBV_QPS_ERR && st != IBV_QPS_RESET)
+		r = xs_srq_take(q->qp.srq);
+	if (r && ddp_queue_post(rq, r->buf, r->len, r) == 0)
+		rc = 0;
+	else if (r) /* the caller checked for room: not reached */
+		xs_srq_put(q->qp.srq, r);
+	pthread_mutex_unlock(&q->rx_lock);
+	return rc;
+}
+
 static const struct xs_conn_ops xs_qp_conn_ops = {
 	.resolve = qp_resolve,
 	.deliver = qp_deliver,
@@ -672,10 +701,12 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->qp_type != IBV_QPT_RC || a->srq) {
+	if (a->qp_type != IBV_QPT_RC) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (a->srq) /* the receive capabilities are the SRQ's, as the kernel's */
+		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
 	if (!a->send_cq || !a->recv_cq || a->cap.max_send_wr > XS_MAX_QP_WR ||
 	    a->cap.max_recv_wr > XS_MAX_QP_WR || a->cap.max_send_sge > XS_MAX_SGE ||
 	    a->cap.max_recv_sge > XS_MAX_SGE || a->cap.max_inline_data > XS_MAX_INLINE) {
@@ -692,10 +723,18 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		goto nomem;
-	q->rwr = calloc(depth, sizeof(*q->rwr));
-	q->sgs = calloc((size_t)depth * nsge, sizeof(*q->sgs));
-	if (!q->rwr || !q->sgs || ddp_queue_init(&q->rq, RDMAP_QN_SEND, depth, 1) < 0)
-		goto nomem;
+	if (a->srq) { /* no receive records: the SRQ's WRs come in */
+		depth = 0;
+		if (ddp_queue_init(&q->rq, RDMAP_QN_SEND, XS_SRQ_QP_DEPTH, 1) < 0)
+			goto nomem;
+		q->rq.refill = qp_srq_refill;
+		q->rq.refill_ctx = q;
+	} else {
+		q->rwr = calloc(depth, sizeof(*q->rwr));
+		q->sgs = calloc((size_t)depth * nsge, sizeof(*q->sgs));
+		if (!q->rwr || !q->sgs || ddp_queue_init(&q->rq, RDMAP_QN_SEND, depth, 1) < 0)
+			goto nomem;
+	}
 	for (unsigned i = depth; i-- > 0;) {
 		q->rwr[i].sg = &q->sgs[(size_t)i * nsge];
 		q->rwr[i].next = q->rfree;
@@ -712,6 +751,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q->qp.pd = pd;
 	q->qp.send_cq = a->send_cq;
 	q->qp.recv_cq = a->recv_cq;
+	q->qp.srq = a->srq;
 	q->qp.qp_type = IBV_QPT_RC;
 	do
 		q->qp.qp_num = __atomic_fetch_add(&xs_qpn_next, 1, __ATOMIC_RELAXED) & 0xffffff;
@@ -729,6 +769,10 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q->attr.max_rd_atomic = (uint8_t)q->ord_pref;
 	q->attr.max_dest_rd_atomic = (uint8_t)q->ird_pref;
 	qp_set_state(q, IBV_QPS_RESET);
+	if (a->srq && xs_srq_attach(a->srq, &q->qp)) {
+		ddp_queue_destroy(&q->rq);
+		goto nomem;
+	}
 	__atomic_add_fetch(&((struct xs_cq *)a->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&((struct xs_cq *)a->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	return &q->qp;
@@ -810,6 +854,11 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct xs_qp *q = to_xs_qp(ibqp);
 	struct xs_conn *c = qp_conn(q);
 
+	/* post_srq_recv kicks the connections of the SRQ's QPs: not this one's
+	 * once it is put (the refill may still run until then: it is the SRQ
+	 * that the caller may not destroy before this returns) */
+	if (ibqp->srq)
+		xs_srq_detach(ibqp->srq, ibqp);
 	if (c) {
 		xs_cq_del_conn(ibqp->send_cq, c);
 		xs_cq_del_conn(ibqp->recv_cq, c);
@@ -966,7 +1015,8 @@ XS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int ma
 	init_attr->qp_context = q->qp.qp_context;
 	init_attr->send_cq = q->qp.send_cq;
 	init_attr->recv_cq = q->qp.recv_cq;
-	init_attr->cap = q->cap;
+	init_attr->srq = q->qp.srq;
+	init_attr->cap = q->cap; /* on an SRQ: no receive WRs of its own */
 	init_attr->qp_type = IBV_QPT_RC;
 	init_attr->sq_sig_all = q->sq_sig_all;
 	return 0;
@@ -1059,13 +1109,47 @@ void xs_qp_flush(struct ibv_qp *ibqp)
 
 /* ---- post_recv ------------------------------------------------------------- */
 
+int xs_rwr_fill(struct xs_rwr *r, struct ibv_pd *pd, const struct ibv_recv_wr *wr,
+		unsigned max_sge)
+{
+	struct xs_sg sg[XS_MAX_SGE];
+	uint64_t total = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || max_sge > XS_MAX_SGE ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	/* bad lkeys fail the post (we check at post time, not at placement) */
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *s = &wr->sg_list[i];
+
+		sg[i].len = s->length;
+		sg[i].ptr = s->length ? xs_mr_local(pd, s->lkey, s->addr, s->length, true) : NULL;
+		if (s->length && !sg[i].ptr)
+			return EINVAL;
+		total += s->length;
+	}
+	if (total > UINT32_MAX)
+		return EINVAL;
+	r->wr_id = wr->wr_id;
+	r->bounce = NULL;
+	r->nsg = 0;
+	r->len = (uint32_t)total;
+	if (wr->num_sge <= 1) {
+		r->buf = wr->num_sge ? sg[0].ptr : NULL;
+	} else {
+		r->buf = r->bounce = malloc(total ? total : 1);
+		if (!r->buf)
+			return ENOMEM;
+		r->nsg = (uint32_t)wr->num_sge;
+		memcpy(r->sg, sg, r->nsg * sizeof(*sg));
+	}
+	return 0;
+}
+
 static int post_one_recv(struct xs_qp *q, const struct ibv_recv_wr *wr)
 {
 	enum ibv_qp_state st = qp_state(q);
-	struct xs_sg sg[XS_MAX_SGE];
-	uint64_t total = 0;
 	struct xs_rwr *r;
-	uint8_t *buf;
 	int rc;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_recv_sge)
@@ -1076,36 +1160,13 @@ static int post_one_recv(struct xs_qp *q, const struct ibv_recv_wr *wr)
 		push_wc(q->qp.recv_cq, q, wr->wr_id, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, 0);
 		return 0;
 	}
-	/* bad lkeys fail the post (we check at post time, not at placement) */
-	for (int i = 0; i < wr->num_sge; i++) {
-		const struct ibv_sge *s = &wr->sg_list[i];
-
-		sg[i].len = s->length;
-		sg[i].ptr = s->length ? xs_mr_local(q->qp.pd, s->lkey, s->addr, s->length, true)
-				      : NULL;
-		if (s->length && !sg[i].ptr)
-			return EINVAL;
-		total += s->length;
-	}
-	if (total > UINT32_MAX)
-		return EINVAL;
 	r = q->rfree;
 	if (!r)
 		return ENOMEM;
-	r->wr_id = wr->wr_id;
-	r->bounce = NULL;
-	r->nsg = 0;
-	if (wr->num_sge <= 1) {
-		buf = wr->num_sge ? sg[0].ptr : NULL;
-	} else {
-		buf = r->bounce = malloc(total ? total : 1);
-		if (!buf)
-			return ENOMEM;
-		r->nsg = (uint32_t)wr->num_sge;
-		memcpy(r->sg, sg, r->nsg * sizeof(*sg));
-	}
-	rc = ddp_queue_post(&q->rq, buf, (uint32_t)total, r);
-	if (rc < 0) {
+	rc = xs_rwr_fill(r, q->qp.pd, wr, q->cap.max_recv_sge);
+	if (rc)
+		return rc;
+	if (ddp_queue_post(&q->rq, r->buf, r->len, r) < 0) {
 		free(r->bounce);
 		r->bounce = NULL;
 		return ENOMEM;
@@ -1117,10 +1178,15 @@ static int post_one_recv(struct xs_qp *q, const struct ibv_recv_wr *wr)
 int xs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct xs_qp *q = to_xs_qp(ibqp);
-	struct xs_conn *c = qp_rx_lock(q);
+	struct xs_conn *c;
 	bool posted = false;
 	int rc = 0;
 
+	if (q->qp.srq) { /* its receives are the SRQ's (rdma-core's providers) */
+		*bad = wr;
+		return EINVAL;
+	}
+	c = qp_rx_lock(q);
 	for (; wr; wr = wr->next) {
 		rc = post_one_recv(q, wr);
 		if (rc) {

@@ -90,6 +90,11 @@ void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define XS_MAX_IRD 128
 #define XS_MAX_ORD 128
 #define XS_MAX_INLINE 256
+/* shared receive queues: WRs are taken by the QPs as Sends arrive, so an
+ * SRQ costs only its posted WRs' records */
+#define XS_MAX_SRQ 4096
+#define XS_MAX_SRQ_WR (4 * XS_MAX_QP_WR)
+#define XS_MAX_SRQ_SGE XS_MAX_SGE
 #define XS_MAX_PD_PRIV 252 /* MPA private data a ULP may send (siw accepts 256 incl. the RFC 6581 header) */
 
 /* ---- verbs objects (verbs_*.c) --------------------------------------------- */
