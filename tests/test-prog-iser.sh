@@ -189,7 +189,7 @@ adm --mode sys --op update --name State -v offline >/dev/null 2>&1
 adm --mode sys --op delete >/dev/null 2>&1
 i=0
 while kill -0 $srv 2>/dev/null && [ $i -lt 20 ]; do i=$((i + 1)); sleep 0.1; done
-pgid=$(pgrep -f "^tgtd -f -C $cport ")
+pgid=$(LD_PRELOAD= pgrep -f "^tgtd -f -C $cport ") # (procps hangs with libasan preloaded)
 [ -n "$pgid" ] && kill -TERM $pgid 2>/dev/null
 i=0
 while kill -0 $srv 2>/dev/null && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done

@@ -38,14 +38,14 @@ with urllib.request.urlopen(sys.argv[1], timeout=30) as r, open(sys.argv[2], "wb
     f.write(r.read())
 print("%.6f" % (time.monotonic() - t))'
 
-# conf PORT: nginx's configuration, everything in the scratch directory
+# conf PORT NAME: nginx's configuration, everything in the scratch directory
 conf() {
     cat >"$tmp/nginx.conf" <<EOF
 worker_processes 2;
 daemon off;
 master_process on;
 pid $tmp/nginx.pid;
-error_log $tmp/logs/error.log info;
+error_log $tmp/logs/$2.error.log info;
 events { worker_connections 256; }
 http {
     access_log off;
@@ -78,10 +78,11 @@ fetch() {
 # nginx_case NAME SERVER-RUN CLIENT-RUN CAPTURE-MODE
 nginx_case() {
     name=$1; port=$(xs_free_port)
-    conf "$port"
-    : >"$tmp/logs/error.log"
+    # a log per case: a master still shutting down writes to its own
+    log=$tmp/logs/$name.error.log
+    conf "$port" "$name"
     capture_begin "$name" "$port"
-    $2 timeout 60 "$ngx" -c "$tmp/nginx.conf" -e "$tmp/logs/error.log" >"$tmp/$name.srv" 2>&1 &
+    $2 timeout 60 "$ngx" -c "$tmp/nginx.conf" -e "$log" >"$tmp/$name.srv" 2>&1 &
     srv=$!
     xs_wait_listen "$port" || { echo "FAIL $name: nginx did not listen"; cat "$tmp/$name.srv"; fail=1; }
     url=http://127.0.0.1:$port
@@ -116,7 +117,7 @@ nginx_case() {
     # the log of the serving: the teardown's signals (timeout signals the
     # whole process group, so the master finds its workers gone) are not
     # nginx at work
-    if grep -E "\[(emerg|alert|crit|error)\]" "$tmp/logs/error.log"; then
+    if grep -E "\[(emerg|alert|crit|error)\]" "$log"; then
         echo "FAIL $name: errors in nginx's error log"; fail=1
     fi
     stop_server "$name"

@@ -34,7 +34,9 @@ xs_reap() {
 # In a sanitizer build libiwarp needs the ASan runtime loaded first.
 xs_lib=${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so.0
 if command -v ldd >/dev/null 2>&1 && ldd "$xs_lib" 2>/dev/null | grep -q libasan; then
-    LD_PRELOAD=$(ldd "$xs_lib" | awk '/libasan/ {print $3}')
+    # "libasan.so.8 => path", or just "path" once preloaded (a script that
+    # sources this again after an exec, as test-prog-iser's unshare)
+    LD_PRELOAD=$(ldd "$xs_lib" | awk '/libasan/ { print ($2 == "=>") ? $3 : $1; exit }')
     export LD_PRELOAD
     # the tools themselves are not ours: their leaks are not checked here
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0

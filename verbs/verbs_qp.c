@@ -168,6 +168,16 @@ static void rwr_put(struct xs_qp *q, struct xs_rwr *r)
 	q->rfree = r;
 }
 
+/* An application's SGE, copied: some pass packed arrays (libiscsi's iSER
+ * initiator), whose fields may not be read in place. */
+static struct ibv_sge sge_get(const struct ibv_sge *list, int i)
+{
+	struct ibv_sge s;
+
+	memcpy(&s, (const char *)list + (size_t)i * sizeof(s), sizeof(s));
+	return s;
+}
+
 static struct ibv_wc make_wc(const struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op,
 			     enum ibv_wc_status st, uint32_t len)
 {
@@ -1120,7 +1130,7 @@ int xs_rwr_fill(struct xs_rwr *r, struct ibv_pd *pd, const struct ibv_recv_wr *w
 		return EINVAL;
 	/* bad lkeys fail the post (we check at post time, not at placement) */
 	for (int i = 0; i < wr->num_sge; i++) {
-		const struct ibv_sge *s = &wr->sg_list[i];
+		const struct ibv_sge sv = sge_get(wr->sg_list, i), *s = &sv;
 
 		sg[i].len = s->length;
 		sg[i].ptr = s->length ? xs_mr_local(pd, s->lkey, s->addr, s->length, true) : NULL;
@@ -1215,7 +1225,8 @@ static int send_local_error(struct xs_qp *q, const struct ibv_send_wr *wr, enum 
 static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_wr *wr,
 		     bool signaled)
 {
-	const struct ibv_sge *s = wr->num_sge ? &wr->sg_list[0] : NULL;
+	const struct ibv_sge sv = wr->num_sge ? sge_get(wr->sg_list, 0) : (struct ibv_sge){ 0 };
+	const struct ibv_sge *s = wr->num_sge ? &sv : NULL;
 	struct rdmap_read_req rr = {
 		.sink_stag = s ? s->lkey : 0,
 		.sink_to = s ? s->addr : 0,
@@ -1352,7 +1363,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		return post_read(q, c, wr, signaled);
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		for (int i = 0; i < wr->num_sge; i++) {
-			const struct ibv_sge *s = &wr->sg_list[i];
+			const struct ibv_sge sv = sge_get(wr->sg_list, i), *s = &sv;
 
 			if (s->length > XS_MAX_INLINE - total)
 				return EINVAL;
@@ -1364,7 +1375,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		n = 1;
 	} else {
 		for (int i = 0; i < wr->num_sge; i++) {
-			const struct ibv_sge *s = &wr->sg_list[i];
+			const struct ibv_sge sv = sge_get(wr->sg_list, i), *s = &sv;
 			uint8_t *p = NULL;
 
 			if (s->length) {
