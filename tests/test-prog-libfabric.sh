@@ -51,4 +51,9 @@ pp() {
 pp "-e msg -c" -e msg
 pp "-e rdm -c" -e rdm
 pp "-e rdm -m tagged -c" -e rdm -m tagged
+# ofi_rxm's shared receive context: one SRQ for its connections (verbs SRQ)
+export FI_OFI_RXM_USE_SRX=1
+pp "-e rdm -c, FI_OFI_RXM_USE_SRX=1" -e rdm
+pp "-e rdm -m tagged -c, FI_OFI_RXM_USE_SRX=1" -e rdm -m tagged
+unset FI_OFI_RXM_USE_SRX
 exit $fail

@@ -52,8 +52,10 @@ else
 fi
 
 if command -v ib_send_bw >/dev/null 2>&1; then
-    for t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat; do
+    for t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat \
+             "ib_send_bw --use-srq" "ib_send_lat --use-srq"; do
         # perftest's first connection exchanges parameters, the second runs
+        # (--use-srq: the server's receives come from a shared receive queue)
         if pair "$t" "$t -R -n 200" "$t -R -n 200 127.0.0.1"; then
             # a sane result line: the size, the iterations, then numbers
             if grep -Eq '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c"; then
@@ -61,6 +63,9 @@ if command -v ib_send_bw >/dev/null 2>&1; then
             else
                 echo "FAIL $t: no result line"; cat "$XS_TMP.c"; fail=1
             fi
+            case $t in *--use-srq*)
+                grep -q 'Using SRQ *: ON' "$XS_TMP.s" || { echo "FAIL $t: no SRQ"; fail=1; } ;;
+            esac
         fi
     done
     # RFC 6581 Read RTR against a responder that busy-polls its CQ: the
