@@ -19,7 +19,8 @@ if command -v fio >/dev/null 2>&1; then
         # checked by the server (write/read place into the server's buffers,
         # which fio does not look at)
         vs=""; vc=""
-        [ $verb = send ] && vs="--verify=crc32c" && vc="--verify=crc32c --do_verify=0"
+        [ $verb = send ] && vs="--verify=crc32c --verify_state_save=0" &&
+            vc="--verify=crc32c --do_verify=0 --verify_state_save=0"
         timeout -k 5 60 "$XS_RUN" fio --name=srv --ioengine=rdma --port="$port" --rw=read \
             --bs=64k --size=64m --iodepth=8 $vs >"$XS_TMP.s" 2>&1 &
         spid=$!
