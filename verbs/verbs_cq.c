@@ -562,14 +562,38 @@ void xs_cq_clean_qp(struct ibv_cq *cq, uint32_t qp_num)
 
 	/* marked, not compacted: another QP's reservation is found again by
 	 * its position (xs_cq_fill) */
+	unsigned dropped = 0, ok = 0;
+
 	pthread_mutex_lock(&x->lock);
 	for (unsigned i = 0; i < x->count; i++) {
 		struct ibv_wc *wc = &x->ring[(x->head + i) & (x->cap - 1)];
 
-		if (wc->status != XS_WC_PENDING && wc->qp_num == qp_num)
+		if (wc->status != XS_WC_PENDING && wc->status != XS_WC_DROPPED &&
+		    wc->qp_num == qp_num) {
+			ok += wc->status == IBV_WC_SUCCESS;
 			wc->status = XS_WC_DROPPED;
+			dropped++;
+		}
 	}
 	pthread_mutex_unlock(&x->lock);
+	if (dropped)
+		xs_log("QP %u destroyed: %u of its completions not polled are dropped (%u successful)",
+		       qp_num, dropped, ok);
+}
+
+bool xs_cq_has_qp(struct ibv_cq *cq, uint32_t qp_num)
+{
+	struct xs_cq *x = (struct xs_cq *)cq;
+	bool has = false;
+
+	pthread_mutex_lock(&x->lock);
+	for (unsigned i = 0; i < x->count && !has; i++) {
+		const struct ibv_wc *wc = &x->ring[(x->head + i) & (x->cap - 1)];
+
+		has = wc->status != XS_WC_DROPPED && wc->qp_num == qp_num;
+	}
+	pthread_mutex_unlock(&x->lock);
+	return has;
 }
 
 /* Lock held: does this completion fire the CQ's event (and disarm it)? */

@@ -123,6 +123,10 @@ int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
  * unknown STag, RDMAP/1/0x09 for an MR of another PD. */
 int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err);
 
+/* Does cq hold a completion of QP qp_num the application has not polled?
+ * Any thread; takes the CQ's lock. */
+bool xs_cq_has_qp(struct ibv_cq *cq, uint32_t qp_num);
+
 /* ---- connections (xs_engine.c) -------------------------------------------- */
 
 struct xs_conn;
