@@ -170,7 +170,16 @@ else
 fi
 # iscsi-perf reads until SIGINT: its last average
 if command -v iscsi-perf >/dev/null 2>&1; then
-    timeout -k 5 -s INT 3 "$XS_RUN" iscsi-perf -i $ini -b 256 "$url" >"$tmp/perf" 2>&1
+    # one SIGINT, to iscsi-perf itself: timeout(1) signals the child and
+    # then its whole process group, and a second SIGINT is "ABORTED!"
+    "$XS_RUN" iscsi-perf -i $ini -b 256 "$url" >"$tmp/perf" 2>&1 &
+    ppid_=$!
+    sleep 3
+    kill -INT $ppid_ 2>/dev/null
+    i=0
+    while kill -0 $ppid_ 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    kill -KILL $ppid_ 2>/dev/null
+    wait $ppid_ 2>/dev/null
     avg=$(tr '\r' '\n' <"$tmp/perf" | grep "iops average" | tail -1 | sed 's/.*iops average/iops average/')
     if [ -n "$avg" ] && grep -q "^finished" "$tmp/perf"; then
         echo "iscsi-perf (128 KiB reads, 3 s): $avg"
