@@ -34,7 +34,7 @@ for size in 23 1000 4096 65535; do
     lines=$(grep -c '^ping data: ' "$XS_TMP.cli")
     if [ $crc_ok -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -ne 200 ]; then
         echo "FAIL rev=$rev crc=$crc markers=$mk size=$size: client rc $crc_ok, server rc $src, $lines/200 pings"
-        tail -5 "$XS_TMP.cli"; tail -5 "$XS_TMP.srv"
+        xs_tail "$XS_TMP.cli"; xs_tail "$XS_TMP.srv"
         fail=1
     else
         n=$((n + 1))
@@ -54,7 +54,7 @@ for p2p in write read send; do
     if [ $p2p = send ]; then
         xs_reap $spid
         if [ $crc -eq 0 ] || [ $crc -eq 124 ] || ! grep -q REJECTED "$XS_TMP.cli"; then
-            echo "FAIL p2p=send: client rc $crc, wanted a REJECTED connect"; tail -5 "$XS_TMP.cli"; fail=1
+            echo "FAIL p2p=send: client rc $crc, wanted a REJECTED connect"; xs_tail "$XS_TMP.cli"; fail=1
         else
             n=$((n + 1))
         fi
@@ -63,7 +63,7 @@ for p2p in write read send; do
     wait $spid; src=$?
     if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -ne 50 ]; then
         echo "FAIL p2p=$p2p: client rc $crc, server rc $src, $lines/50 pings"
-        tail -5 "$XS_TMP.cli"; tail -5 "$XS_TMP.srv"; fail=1
+        xs_tail "$XS_TMP.cli"; xs_tail "$XS_TMP.srv"; fail=1
     else
         n=$((n + 1))
     fi

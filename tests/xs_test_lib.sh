@@ -43,6 +43,16 @@ if command -v ldd >/dev/null 2>&1 && ldd "$xs_lib" 2>/dev/null | grep -q libasan
     export ASAN_OPTIONS
 fi
 
+# The end of a failed program's output: its sanitizer report whole when it
+# has one (tail would keep only the shadow-byte legend), else the last lines.
+xs_tail() {
+    if grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|ThreadSanitizer\|runtime error:' "$1"; then
+        sed -n '/ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|WARNING: ThreadSanitizer\|runtime error:/,/^SUMMARY/p' "$1" | head -60
+    else
+        tail -5 "$1"
+    fi
+}
+
 # Skip (77) unless this test can capture and decode: tcpdump, tshark, root.
 xs_need_capture() {
     command -v tcpdump >/dev/null 2>&1 || { echo "SKIP: no tcpdump"; exit 77; }
