@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
 
 #include "tests/xs_test.h"
@@ -132,6 +133,27 @@ static inline bool cm_recv_full(int fd, void *buf, size_t n)
 		got += (size_t)r;
 	}
 	return true;
+}
+
+/* Up to n completions within ms (polling). */
+static inline int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
+{
+	double end = cm_now_ms() + ms;
+	int got = 0;
+
+	while (got < n) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (r < 0)
+			return -1;
+		got += r;
+		if (got < n) {
+			if (cm_now_ms() > end)
+				break;
+			usleep(500);
+		}
+	}
+	return got;
 }
 
 #endif

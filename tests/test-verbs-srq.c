@@ -55,26 +55,6 @@ static void drain_async(struct events *ev)
 	}
 }
 
-static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
-{
-	double end = cm_now_ms() + ms;
-	int got = 0;
-
-	while (got < n) {
-		int r = ibv_poll_cq(cq, n - got, wc + got);
-
-		if (r < 0)
-			return -1;
-		got += r;
-		if (got < n) {
-			if (cm_now_ms() > end)
-				break;
-			usleep(500);
-		}
-	}
-	return got;
-}
-
 /* ---- invalid arguments and the SRQ alone ------------------------------------------- */
 
 static void test_device_attrs(void)

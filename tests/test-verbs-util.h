@@ -179,27 +179,6 @@ static inline bool pair_up(struct ep *c, struct ep *s, unsigned depth, unsigned 
 	return true;
 }
 
-/* Up to n completions within ms. */
-static inline int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
-{
-	double end = cm_now_ms() + ms;
-	int got = 0;
-
-	while (got < n) {
-		int r = ibv_poll_cq(cq, n - got, wc + got);
-
-		if (r < 0)
-			return -1;
-		got += r;
-		if (got < n) {
-			if (cm_now_ms() > end)
-				break;
-			usleep(500);
-		}
-	}
-	return got;
-}
-
 static inline bool cq_empty(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
