@@ -39,6 +39,7 @@
 #include "libxsock/xsk_priv.h"
 #include "libxsock/xsock.h"
 #include "util/xs_be.h"
+#include "util/xs_clock.h"
 
 #define EXT_OPS 256 /* operations in flight per socket (bounds CQ use) */
 #define EXT_WR_MAX (1u << 30) /* longest single work request */
@@ -785,10 +786,7 @@ XSK_EXPORT int xsock_poll_comp(int fd, struct xsock_comp *comp, int max)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)xs_now_ms();
 }
 
 XSK_EXPORT int xsock_wait_comp(int fd, struct xsock_comp *comp, int max, int timeout_ms)

@@ -31,6 +31,7 @@
 #include "libxsock/xsk_priv.h"
 #include "libxsock/xsock.h"
 
+#include "util/xs_clock.h"
 struct epset {
 	struct xsk_epreg *regs;
 };
@@ -238,10 +239,7 @@ static int attach_fresh(int fd, int domain, bool nonblock, bool cloexec)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)xs_now_ms();
 }
 
 /* Block until the socket may have made progress (or timeout).  A writer

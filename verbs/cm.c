@@ -54,6 +54,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h> /* rdma_create_srq* */
 
+#include "util/xs_clock.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
 
@@ -1570,7 +1571,6 @@ XS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 static bool disc_held(struct cm_chan *c, struct cm_event *e)
 {
 	struct ibv_qp *qp = e->ev.id ? e->ev.id->qp : NULL;
-	struct timespec ts;
 	uint64_t now;
 
 	if (e->ev.event != RDMA_CM_EVENT_DISCONNECTED || !qp ||
@@ -1579,8 +1579,7 @@ static bool disc_held(struct cm_chan *c, struct cm_event *e)
 	if (!xs_cq_has_qp(qp->recv_cq, qp->qp_num) &&
 	    (qp->send_cq == qp->recv_cq || !xs_cq_has_qp(qp->send_cq, qp->qp_num)))
 		return false;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	now = xs_now_ms();
 	if (!e->held_ms)
 		e->held_ms = now;
 	return now - e->held_ms < XS_DISC_HOLD_MS;

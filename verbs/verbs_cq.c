@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/xs_clock.h"
 #include "verbs/verbs_priv.h"
 #include "verbs/xs_priv_abi.h"
 
@@ -174,14 +175,6 @@ static void channel_signal(struct xs_channel *c, struct xs_cq *cq)
 		xs_log("completion event lost\n");
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Receive on the connections of x's QPs on this thread (x->lock not held).
  * Returns the octets consumed. */
 static size_t cq_poll_conns(struct xs_cq *x)
@@ -260,7 +253,7 @@ static void channel_spin(struct xs_channel *c, uint64_t spin_ns)
 		}
 		if (!n || !spin_ns)
 			return;
-		uint64_t now = mono_ns();
+		uint64_t now = xs_now_ns();
 		if (end && now >= end)
 			return;
 		if (!end)

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/xs_clock.h"
 #include "util/xs_be.h"
 #include "util/xs_iov.h"
 #include "verbs/xs_internal.h"
@@ -383,7 +384,6 @@ static void conn_command(struct xs_conn *c, unsigned flags)
 }
 
 static void listener_unref(struct xs_listener *l);
-static uint64_t now_ms(void);
 
 static void conn_free(struct xs_conn *c)
 {
@@ -476,7 +476,7 @@ static void conn_fin(struct xs_conn *c)
 	} else if (!on_engine_thread) {
 		conn_command(c, CMD_FIN);
 	} else if (!c->fin_due_ms) {
-		c->fin_due_ms = now_ms() + delay;
+		c->fin_due_ms = xs_now_ms() + delay;
 		late_add(c);
 	}
 }
@@ -597,41 +597,48 @@ static bool rx_over_wanted(struct xs_conn *c)
 }
 
 /* Application thread, tx owned: what arrived on a stalled stream, into
- * rx_over (a FIN or an error is left for the engine to find). */
+ * rx_over (a FIN or an error is left for the engine to find).  The stalled
+ * rest of rbuf moves in first, when rx_over is empty; what the receive
+ * path consumed already is dropped from the front. */
 static void rx_over_read(struct xs_conn *c)
 {
 	pthread_mutex_lock(&c->rx_mu);
-	if (atomic_load(&c->rx_stalled) && c->state == CONN_ESTABLISHED && !c->dead) {
-		if (!c->rx_over_len && c->rx_pend_len) { /* the stalled rest goes first */
-			c->rx_over_off = 0;
-			c->rx_over_len = 0;
-		}
-		size_t need = c->rx_over_len + (c->rx_over_len ? 0 : c->rx_pend_len) + XS_RBUF;
+	if (!atomic_load(&c->rx_stalled) || c->state != CONN_ESTABLISHED || c->dead)
+		goto out;
+	if (c->rx_over_off) {
+		c->rx_over_len -= c->rx_over_off;
+		memmove(c->rx_over, c->rx_over + c->rx_over_off, c->rx_over_len);
+		c->rx_over_off = 0;
+	}
+	size_t pend = c->rx_over_len ? 0 : c->rx_pend_len;
+	size_t need = c->rx_over_len + pend + XS_RBUF;
 
-		if (need > c->rx_over_cap && need <= XS_RX_OVER_MAX + XS_RBUF) {
-			size_t cap = c->rx_over_cap ? c->rx_over_cap : 1u << 20;
-			uint8_t *b;
+	if (need > c->rx_over_cap && need <= XS_RX_OVER_MAX + XS_RBUF) {
+		size_t cap = c->rx_over_cap ? c->rx_over_cap : 1u << 20;
+		uint8_t *b;
 
-			while (cap < need)
-				cap *= 2;
-			b = realloc(c->rx_over, cap);
-			if (b) {
-				c->rx_over = b;
-				c->rx_over_cap = cap;
-			}
-		}
-		if (!c->rx_over_len && c->rx_pend_len && c->rx_over_cap >= c->rx_pend_len) {
-			memcpy(c->rx_over, c->rbuf + c->rx_pend_off, c->rx_pend_len);
-			c->rx_over_len = c->rx_pend_len;
-			c->rx_pend_len = 0;
-		}
-		if (c->rx_over_cap > c->rx_over_len && (c->rx_over_len || !c->rx_pend_len)) {
-			ssize_t n = recv(c->fd, c->rx_over + c->rx_over_len,
-					 c->rx_over_cap - c->rx_over_len, MSG_DONTWAIT);
-			if (n > 0)
-				c->rx_over_len += (size_t)n;
+		while (cap < need)
+			cap *= 2;
+		if (cap > XS_RX_OVER_MAX + XS_RBUF)
+			cap = XS_RX_OVER_MAX + XS_RBUF;
+		b = realloc(c->rx_over, cap);
+		if (b) {
+			c->rx_over = b;
+			c->rx_over_cap = cap;
 		}
 	}
+	if (c->rx_over_cap < need)
+		goto out;
+	if (pend) {
+		memcpy(c->rx_over, c->rbuf + c->rx_pend_off, pend);
+		c->rx_over_len = pend;
+		c->rx_pend_len = 0;
+	}
+	ssize_t n = recv(c->fd, c->rx_over + c->rx_over_len, c->rx_over_cap - c->rx_over_len,
+			 MSG_DONTWAIT);
+	if (n > 0)
+		c->rx_over_len += (size_t)n;
+out:
 	pthread_mutex_unlock(&c->rx_mu);
 }
 
@@ -643,7 +650,7 @@ static int wait_writable(struct xs_conn *c)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
 	unsigned limit = xs_config()->tx_timeout_ms;
-	uint64_t deadline = limit ? now_ms() + limit : 0;
+	uint64_t deadline = limit ? xs_now_ms() + limit : 0;
 
 	for (;;) {
 		if (c->dead)
@@ -661,7 +668,7 @@ static int wait_writable(struct xs_conn *c)
 			}
 			return 0;
 		}
-		if (deadline && now_ms() >= deadline) {
+		if (deadline && xs_now_ms() >= deadline) {
 			xs_log("peer took nothing for %u ms: closing", limit);
 			shutdown(c->fd, SHUT_RDWR);
 			return -ETIMEDOUT;
@@ -1601,7 +1608,7 @@ static void conn_plain(struct xs_conn *c)
  * handed over or dropped. */
 static bool cls_step(struct xs_conn *c)
 {
-	enum cls_result r = cls_peek(c, now_ms() >= c->cls_deadline_ms);
+	enum cls_result r = cls_peek(c, xs_now_ms() >= c->cls_deadline_ms);
 
 	switch (r) {
 	case CLS_IWARP: {
@@ -1645,7 +1652,7 @@ static void eng_timeout_arm(bool *armed, struct __kernel_timespec *ts, uint64_t 
 
 static void cls_timer_arm(void)
 {
-	uint64_t now = now_ms(), next = UINT64_MAX;
+	uint64_t now = xs_now_ms(), next = UINT64_MAX;
 
 	if (eng.ctimer_armed)
 		return;
@@ -1672,7 +1679,7 @@ static void conn_handshake(struct xs_conn *c);
  * every connection past its deadline plain. */
 static void cls_scan(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = xs_now_ms();
 
 	eng.ctimer_armed = false;
 	/* the hs list holds a reference on each entry and only hs_scan
@@ -1783,14 +1790,6 @@ static bool hs_pending(const struct xs_conn *c)
 	       c->state == CONN_WAIT_REQUEST;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void timer_arm(void)
 {
 	eng_timeout_arm(&eng.timer_armed, &eng.timer_ts, 250u * 1000 * 1000, TAG_TIMER);
@@ -1802,7 +1801,7 @@ static void hs_track(struct xs_conn *c)
 		return;
 	conn_ref(c);
 	c->on_hs_list = true;
-	c->hs_deadline_ms = now_ms() + xs_config()->mpa_timeout_ms;
+	c->hs_deadline_ms = xs_now_ms() + xs_config()->mpa_timeout_ms;
 	c->hs_next = eng.hs_list;
 	eng.hs_list = c;
 	timer_arm();
@@ -1810,7 +1809,7 @@ static void hs_track(struct xs_conn *c)
 
 static void hs_scan(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = xs_now_ms();
 	struct xs_conn **pp = &eng.hs_list;
 
 	while (*pp) {
@@ -1946,7 +1945,7 @@ static void conn_rx_kick(struct xs_conn *c, bool expire)
  * now, on the list the late timer looks at. */
 static void rnr_track(struct xs_conn *c)
 {
-	c->rnr_due_ms = now_ms() + xs_config()->rnr_ms;
+	c->rnr_due_ms = xs_now_ms() + xs_config()->rnr_ms;
 	if (c->on_rnr_list)
 		return;
 	conn_ref(c);
@@ -1983,7 +1982,7 @@ static void rnr_scan(uint64_t now)
  * is left (false: refuse it now). */
 static bool redial_track(struct xs_conn *c)
 {
-	uint64_t now = now_ms();
+	uint64_t now = xs_now_ms();
 
 	if (c->on_redial_list || !c->dst_len)
 		return false;
@@ -2056,7 +2055,7 @@ static void redial_scan(uint64_t now)
 
 static void late_scan(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = xs_now_ms();
 	struct xs_conn **pp = &eng.late;
 
 	eng.late_armed = false;
@@ -2109,7 +2108,7 @@ static bool linger_start(struct xs_conn *c, unsigned flags)
 	if (fin_now || (flags & CMD_FIN))
 		conn_fin(c);
 	c->state = CONN_LINGER;
-	c->linger_end_ms = now_ms() + xs_config()->fin_delay_ms + linger;
+	c->linger_end_ms = xs_now_ms() + xs_config()->fin_delay_ms + linger;
 	late_add(c);
 	conn_arm(c); /* a parked connection has no poll armed */
 	return true;
@@ -2223,7 +2222,7 @@ static void listener_event(struct xs_listener *l)
 		c->hs_need = MPA_RR_HDR_LEN;
 		if (cls_ms) {
 			c->cls_pending = true;
-			c->cls_deadline_ms = now_ms() + cls_ms;
+			c->cls_deadline_ms = xs_now_ms() + cls_ms;
 		}
 		conn_arm(c); /* the Request (or the first octets) read when it arrives */
 		if (cls_ms)
@@ -2705,7 +2704,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		memcpy(&c->src, src, slen);
 		c->src_len = slen;
 	}
-	c->redial_end_ms = now_ms() + XS_REDIAL_MS;
+	c->redial_end_ms = xs_now_ms() + XS_REDIAL_MS;
 	c->prefs = *prefs;
 	if (prefs->pdata_len) {
 		memcpy(c->prefs_pdata, prefs->pdata, prefs->pdata_len);
@@ -2768,7 +2767,7 @@ static void export_tx_release(struct xs_conn *c)
 
 int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
 {
-	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	uint64_t end = xs_now_ms() + (uint64_t)timeout_ms;
 
 	if (xs_conn_claim(c) < 0)
 		return -EBUSY;
@@ -2777,7 +2776,7 @@ int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
 	pthread_mutex_lock(&c->tx_mu);
 	while ((c->tx_busy || c->rr_count) && !atomic_load(&c->dead)) {
 		struct timespec ts;
-		if (now_ms() >= end) {
+		if (xs_now_ms() >= end) {
 			pthread_mutex_unlock(&c->tx_mu);
 			return -ETIMEDOUT;
 		}
@@ -2808,7 +2807,7 @@ int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
 		if (c->state == CONN_ESTABLISHED && !c->rx_defer && rx_at_boundary(c))
 			goto stopped;
 		pthread_mutex_unlock(&c->rx_mu);
-		if (now_ms() >= end) {
+		if (xs_now_ms() >= end) {
 			export_tx_release(c);
 			return -ETIMEDOUT;
 		}
