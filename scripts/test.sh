@@ -17,7 +17,7 @@ run_check() {
     if ! make -C "$bdir" -s -j"$(nproc)" check; then
         for f in $(find "$bdir/tests" -name '*.log' 2>/dev/null); do
             if grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null; then
-                echo "---- $f"; tail -50 "$f"
+                echo "---- $f"; tail -150 "$f"
             fi
         done
         exit 1
@@ -44,7 +44,7 @@ if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" mak
 tests/test-verbs-errors tests/test-verbs-faults tests/test-verbs-fork tests/test-malicious-peer tests/test-cm-close \
 tests/test-verbs-srq"; then
     for f in "$top"/build-tsan/tests/*.log; do
-        grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null && { echo "---- $f"; tail -50 "$f"; }
+        grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null && { echo "---- $f"; tail -150 "$f"; }
     done
     exit 1
 fi
