@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1580,6 +1581,50 @@ static void exit_close(void)
 	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++)
 		if (atomic_load(&tab[fd].s))
 			close(fd);
+}
+
+/* _exit skips atexit and destructors, but a process that owns IWARP
+ * connections must still close them as exit() does: rsync's receiver,
+ * which its parent ends with SIGUSR2 and whose handler calls _exit, owned
+ * the daemon's connection about 1 upload in 50 (it read first after the
+ * fork); the kernel then closed the socket with the peer's credit updates
+ * unread and reset it, and the client lost rsync's last message
+ * ("Connection reset by peer").  Not in a vfork child, whose memory is its
+ * parent's.  As with exit() from a signal handler, a handler that
+ * interrupted this thread inside libxsock may wait on its locks. */
+static void exit_quick(void)
+{
+	const struct xsk_stack *st;
+	bool any = false;
+
+	if (!tab_n || xsk_vfork_child())
+		return;
+	for (int fd = 0; fd < tab_hi && fd < tab_n && !any; fd++)
+		any = atomic_load(&tab[fd].s) != NULL;
+	if (!any)
+		return;
+	exit_close();
+	st = xsk_stack();
+	if (st && st->exit_wait)
+		st->exit_wait();
+}
+
+XSK_EXPORT void _exit(int status)
+{
+	static void (*real_exit)(int);
+
+	exit_quick();
+	if (!real_exit)
+		*(void **)&real_exit = dlsym(RTLD_NEXT, "_exit");
+	if (real_exit)
+		real_exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+XSK_EXPORT void _Exit(int status)
+{
+	_exit(status);
 }
 
 static void dup_note(int oldfd, int newfd)

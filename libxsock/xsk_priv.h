@@ -109,6 +109,7 @@ struct xsk_stack {
 	int (*fd_keep)(int);
 	void (*fd_drop)(int);
 	int (*fd_next_kept)(int);
+	void (*exit_wait)(void); /* xsock_priv_exit_wait (NULL if absent) */
 	/* libiwarp's private fork support (NULL if absent): claim the id's
 	 * connection or listener for this process (0, -EBUSY if another
 	 * process uses it); its standing without claiming (0 ours, 1 shared

@@ -141,6 +141,7 @@ static void stack_init_once(void)
 	*(void **)&stack.fd_keep = dlsym(h, "xsock_priv_fd_keep");
 	*(void **)&stack.fd_drop = dlsym(h, "xsock_priv_fd_drop");
 	*(void **)&stack.fd_next_kept = dlsym(h, "xsock_priv_fd_next_kept");
+	*(void **)&stack.exit_wait = dlsym(h, "xsock_priv_exit_wait");
 	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
 	*(void **)&stack.release = dlsym(h, "xsock_priv_release");
 	*(void **)&stack.tcp = dlsym(h, "xsock_priv_tcp");

@@ -9,7 +9,9 @@
  *  3. both sides use one socket: the child uses it first and owns it; the
  *     parent's copy becomes the relay channel (the child's thread carries
  *     its writes), its close does not disconnect; the child's close does
- *     (the peer reads EOF). */
+ *     (the peer reads EOF).
+ *  4. a process that owns a connection ends with _exit without closing it
+ *     (rsync's receiver): the peer reads the data, then EOF, not a reset. */
 #include "config.h"
 
 #include <errno.h>
@@ -233,11 +235,39 @@ static void test_both_use(void)
 	CHECK(close(b) == 0);
 }
 
+static void test_owner_exit(void)
+{
+	struct sockaddr_in addr;
+	char buf[16];
+	int lfd = xs_sock_listen(1, &addr);
+
+	REQUIRE(lfd >= 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(lfd);
+		int fd = xs_sock_connect(1, &addr);
+		_exit(fd >= 0 && xs_write_full(fd, "last", 4) == 0 ? 0 : 1);
+	}
+	int fd = accept(lfd, NULL, NULL);
+	REQUIRE(fd >= 0);
+	CHECK(xs_read_full(fd, buf, 4) == 0 && memcmp(buf, "last", 4) == 0);
+	errno = 0;
+	ssize_t n = read(fd, buf, 1);
+	if (n != 0)
+		fprintf(stderr, "after the owner's _exit: read %zd, errno %d\n", n, errno);
+	CHECK(n == 0);
+	CHECK(wait_child(pid) == 0);
+	CHECK(close(fd) == 0);
+	CHECK(close(lfd) == 0);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	test_prefork_server();
 	test_exec_children();
 	test_both_use();
+	test_owner_exit();
 	return xs_test_result();
 }

@@ -2133,7 +2133,8 @@ static void linger_input(struct xs_conn *c)
 
 /* Process exit: give lingering connections and delayed FINs their time
  * (the engine thread dies with the process, and the kernel would reset a
- * socket closed with unread input).  Bounded by the settings. */
+ * socket closed with unread input).  Bounded by the settings.  A
+ * destructor for exit(); libxsock calls it for _exit (xs_priv_abi.h). */
 __attribute__((destructor)) static void xs_engine_exit_wait(void)
 {
 	const struct xs_config *cfg = xs_config();
@@ -2162,6 +2163,11 @@ __attribute__((destructor)) static void xs_engine_exit_wait(void)
 		if (pthread_cond_timedwait(&eng.late_cv, &eng.mu, &ts) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&eng.mu);
+}
+
+XS_EXPORT void xsock_priv_exit_wait(void)
+{
+	xs_engine_exit_wait();
 }
 
 /* ---- engine thread ----------------------------------------------------------- */

@@ -47,6 +47,12 @@ int xsock_priv_adopt_start(struct rdma_cm_id *id);
 struct ibv_mr *xsock_priv_reg_mr_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				      int access, uint32_t stag);
 
+/* What exit() does for the stack's connections after the application's
+ * atexit handlers (a destructor): wait, bounded by XSOCK_FIN_DELAY_MS and
+ * XSOCK_LINGER_MS, until closed connections have lingered and delayed FINs
+ * went out.  For libxsock's _exit, which skips destructors.  Any thread. */
+void xsock_priv_exit_wait(void);
+
 /* A descriptor only the stack uses (a channel's eventfd, a connection's
  * TCP socket) moved out of the low numbers the application's own files
  * get: a TCP socket costs the kernel one descriptor but an IWARP socket
