@@ -1844,6 +1844,14 @@ XS_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 
 /* ---- synchronous endpoint helpers ----------------------------------------------- */
 
+/* As librdmacm, the QP type is the address's, whatever the caller's
+ * attributes said (rdma_client leaves it 0); an address not from
+ * rdma_getaddrinfo may have none: RC, the only type here. */
+static enum ibv_qp_type ep_qp_type(const struct rdma_addrinfo *res)
+{
+	return res->ai_qp_type ? (enum ibv_qp_type)res->ai_qp_type : IBV_QPT_RC;
+}
+
 XS_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
 			     struct ibv_qp_init_attr *qp_init_attr)
 {
@@ -1867,6 +1875,7 @@ XS_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, 
 			c->ep_qp = true;
 			c->ep_pd = pd;
 			c->ep_attr = *qp_init_attr;
+			c->ep_attr.qp_type = ep_qp_type(res);
 		}
 	} else {
 		rc = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr, 2000);
@@ -1875,6 +1884,7 @@ XS_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, 
 		if (rc)
 			goto fail;
 		if (qp_init_attr) {
+			qp_init_attr->qp_type = ep_qp_type(res);
 			rc = rdma_create_qp(cid, pd, qp_init_attr);
 			if (rc)
 				goto fail;
