@@ -1599,11 +1599,24 @@ static void exit_quick(void)
 
 	if (!tab_n || xsk_vfork_child())
 		return;
-	for (int fd = 0; fd < tab_hi && fd < tab_n && !any; fd++)
-		any = atomic_load(&tab[fd].s) != NULL;
+	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++) {
+		struct xsk *s = atomic_load(&tab[fd].s) ? sk_get(fd) : NULL;
+		/* only connections this process owns: a copy it never used
+		 * (sshd's sandboxed child, whose seccomp filter kills a
+		 * process that makes an eventfd) is left as it is */
+		bool own = s && s->state == XSK_CONNECTED && !xsk_fork_quiet(s);
+
+		if (s)
+			sk_put(s);
+		if (own && !any && xsk_fork_sandboxed())
+			return;
+		if (own) {
+			any = true;
+			close(fd);
+		}
+	}
 	if (!any)
-		return;
-	exit_close();
+		return; /* (no stdio flush: _exit's callers rely on that) */
 	st = xsk_stack();
 	if (st && st->exit_wait)
 		st->exit_wait();
