@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "iwarp/iw_stream.h"
+#include "iwarp/rdmap_ext.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NREG 2
@@ -81,6 +82,42 @@ static void check_read_req(const uint8_t *p, uint32_t len)
 	uint8_t re[RDMAP_READ_REQ_LEN];
 	rdmap_read_req_encode(&rr, re);
 	FUZZ_ASSERT(memcmp(re, p, RDMAP_READ_REQ_LEN) == 0);
+}
+
+/* RFC 7306 bodies: what decodes re-encodes to the same octets (the
+ * Atomic Request's reserved bits excepted), anything else is a Terminate
+ * triple, and an atomic on any word never faults */
+static void check_ext(const uint8_t *p, size_t len)
+{
+	struct xs_err err = { 0xff, 0xff, 0xff };
+	struct rdmap_atomic_req ar;
+	struct rdmap_atomic_resp rs;
+	uint64_t imm;
+
+	if (rdmap_imm_decode(p, len, &imm, &err) == 0) {
+		uint8_t re[RDMAP_IMM_LEN];
+		rdmap_imm_encode(imm, re);
+		FUZZ_ASSERT(len == RDMAP_IMM_LEN && memcmp(re, p, len) == 0);
+	} else {
+		FUZZ_ASSERT(err.layer != 0xff);
+	}
+	int rc = rdmap_atomic_req_decode(p, len, &ar, &err);
+	if (rc == 0) {
+		uint8_t re[RDMAP_ATOMIC_REQ_LEN];
+		uint64_t word = imm;
+		rdmap_atomic_req_encode(&ar, re);
+		FUZZ_ASSERT(memcmp(re + 4, p + 4, RDMAP_ATOMIC_REQ_LEN - 4) == 0);
+		FUZZ_ASSERT((re[3] & 0x0f) == (p[3] & 0x0f));
+		(void)rdmap_atomic_req_check(&ar, &err);
+		(void)rdmap_atomic_apply(&ar, &word);
+	} else {
+		FUZZ_ASSERT(rc == -EPROTO && err.layer == XS_LAYER_RDMAP);
+	}
+	if (rdmap_atomic_resp_decode(p, len, &rs, &err) == 0) {
+		uint8_t re[RDMAP_ATOMIC_RESP_LEN];
+		rdmap_atomic_resp_encode(&rs, re);
+		FUZZ_ASSERT(memcmp(re, p, len) == 0);
+	}
 }
 
 static bool term_equal(const struct rdmap_term *a, const struct rdmap_term *b)
@@ -259,6 +296,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 4)
 		return 0;
 	const uint8_t *c = data;
+	check_ext(data + 4, size - 4 < 64 ? size - 4 : 64);
 	unsigned mode = c[0] & 3, chunking = (c[0] >> 3) & 3;
 	bool markers = c[0] & 4;
 	size_t len = size - 4;
