@@ -89,7 +89,7 @@ struct mpa_prefs {
 
 /* Fill prefs with the defaults that talk to Linux siw: rev 2, no markers
  * wanted but sent on request, CRC off unless asked, IRD/ORD 1/1, no P2P,
- * RFC 7306 announced (siw neither sees a bit it checks nor answers one). */
+ * RFC 7306 not announced (an owner that implements it sets rdmap_ext). */
 void mpa_prefs_default(struct mpa_prefs *p);
 
 /* The outcome both ends operate with after the exchange. */

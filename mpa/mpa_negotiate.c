@@ -25,7 +25,10 @@ void mpa_prefs_default(struct mpa_prefs *p)
 	p->ord_strict = false;
 	p->p2p = false;
 	p->rtr_mask = MPA_RTR_ALL;
-	p->rdmap_ext = true;
+	/* announced only by an owner that carries the RFC 7306 operations
+	 * out (libiwarp does not yet: a peer that believed us would send
+	 * opcodes our receive side Terminates) */
+	p->rdmap_ext = false;
 }
 
 void mpa_request_build(const struct mpa_prefs *local, struct mpa_frame *req)

@@ -464,6 +464,7 @@ static void test_siw_requests(void)
 	for (int rd = 0; rd < 2; rd++) {
 		const char *hx = rd ? "1002000480014001" : "1002000480018001";
 		mpa_prefs_default(&a);
+		a.rdmap_ext = true;
 		a.p2p = true;
 		a.rtr_mask = rd ? MPA_RTR_READ : MPA_RTR_WRITE;
 		mpa_request_build(&a, &req);
@@ -528,8 +529,9 @@ static void test_rdmap_ext(void)
 
 	/* xsock <-> xsock */
 	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
-	CHECK(a.rdmap_ext);
+	CHECK(!a.rdmap_ext); /* off unless the owner carries it out */
+	a.rdmap_ext = true;
+	b = a;
 	run(&a, &b, &r);
 	check_ok(&r);
 	CHECK(bytes_eq(r.req_bytes, r.req_len, REQ_KEY "1402000400010001"));
@@ -540,7 +542,8 @@ static void test_rdmap_ext(void)
 	 * sends no Reply bit */
 	for (int side = 0; side < 2; side++) {
 		mpa_prefs_default(&a);
-		mpa_prefs_default(&b);
+		a.rdmap_ext = true;
+		b = a;
 		(side ? &a : &b)->rdmap_ext = false;
 		run(&a, &b, &r);
 		check_ok(&r);
@@ -556,6 +559,7 @@ static void test_rdmap_ext(void)
 	struct xs_err e;
 
 	mpa_prefs_default(&a);
+	a.rdmap_ext = true;
 	mpa_request_build(&a, &req);
 	frame_of(REP_KEY "1402000400010001", MPA_REPLY, &rep, rb);
 	CHECK(!rep.rdmap_ext);

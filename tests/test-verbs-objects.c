@@ -601,9 +601,10 @@ static void test_qp_conn(void)
 	      memcmp(c.data, "ping", 4) == 0);
 	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 1);
 	CHECK(wc[0].wr_id == 2 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND);
-	/* immediate data does not exist on iWARP */
+	/* immediate data (RFC 7306) is not agreed on this connection */
 	swr.opcode = IBV_WR_SEND_WITH_IMM;
-	CHECK_EQ_U(ibv_post_send(qp, &swr, &sbad), EINVAL);
+	CHECK_EQ_U(ibv_post_send(qp, &swr, &sbad), EOPNOTSUPP);
+	CHECK(sbad == &swr);
 	/* inline: no lkey needed, size checked */
 	char tmp[8] = "inline!";
 	struct ibv_sge isg = { .addr = (uintptr_t)tmp, .length = 8, .lkey = 0 };

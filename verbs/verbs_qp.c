@@ -1344,7 +1344,15 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	case IBV_WR_RDMA_READ:
 		wop = IBV_WC_RDMA_READ;
 		break;
-	default: /* immediate data (iWARP has none), atomics, MW, TSO */
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		/* RFC 7306 operations: the connection has not agreed on them
+		 * (libiwarp does not announce them yet, and siw never does):
+		 * EOPNOTSUPP, as for a valid WR the device cannot carry */
+		return EOPNOTSUPP;
+	default: /* MW, TSO */
 		return EINVAL;
 	}
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
