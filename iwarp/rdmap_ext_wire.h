@@ -6,6 +6,13 @@
 
 /* Immediate Data (QN 0): the untagged payload is the 8 octets of data. */
 #define RDMAP_IMM_LEN 8
+/* xsock's use of them (only on a connection that agreed on RFC 7306):
+ * octets 0-3 the verbs imm_data (network order), octet 4 flags, the rest
+ * zero.  ATTACHED: this Immediate Data belongs to the Send right behind it
+ * on QN 0 (verbs Send with Immediate, which RFC 7306 lacks); it consumes
+ * no receive, the Send's completion carries it. */
+#define RDMAP_IMM_XS_FLAGS 4
+#define RDMAP_IMM_XS_ATTACHED 0x01
 
 /* Atomic Request (QN 1), RFC 7306 section 4.4:
  *   Reserved(28) AtomicOp(4) | Request Identifier(4) | Remote STag(4) |

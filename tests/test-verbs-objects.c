@@ -55,7 +55,7 @@ static void test_device(void)
 	CHECK(strcmp(da.fw_ver, "xsock 0.1") == 0);
 	CHECK_EQ_U(da.max_qp_rd_atom, XS_MAX_IRD);
 	CHECK_EQ_U(da.max_qp_init_rd_atom, XS_MAX_ORD);
-	CHECK_EQ_U(da.atomic_cap, IBV_ATOMIC_NONE);
+	CHECK_EQ_U(da.atomic_cap, IBV_ATOMIC_HCA); /* RFC 7306, refused per connection */
 	CHECK_EQ_U(da.max_sge, XS_MAX_SGE);
 	CHECK_EQ_U(da.phys_port_cnt, 1);
 	CHECK_EQ_U(da.vendor_id, XS_VENDOR_ID);
@@ -501,8 +501,9 @@ static void test_qpx(void)
 	struct ibv_qp_ex *qx;
 
 	REQUIRE(cq && mr);
-	/* ops iWARP has not (immediate data, atomics) are refused at creation */
-	ax.send_ops_flags |= IBV_QP_EX_WITH_SEND_WITH_IMM;
+	/* ops xsock has not (memory windows) are refused at creation; the
+	 * RFC 7306 ones are accepted (refused at post time, see below) */
+	ax.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW;
 	errno = 0;
 	CHECK(ibv_create_qp_ex(ctx, &ax) == NULL && errno == EOPNOTSUPP);
 	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
