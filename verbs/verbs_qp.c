@@ -613,10 +613,6 @@ static void deliver_send(struct xs_qp *q, enum rdmap_opcode op, const struct ddp
 	bool inv_failed = false;
 	struct xs_err err;
 
-	if (op == RDMAP_OP_IMM_DATA || op == RDMAP_OP_IMM_DATA_SE) {
-		deliver_imm(q, op, d);
-		return;
-	}
 	if (q->imm_pending) { /* Send with Immediate */
 		q->imm_pending = false;
 		wc.wc_flags |= IBV_WC_WITH_IMM;
@@ -800,7 +796,10 @@ static void qp_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struc
 
 	switch (qn) {
 	case RDMAP_QN_SEND:
-		deliver_send(q, op, d);
+		if (op == RDMAP_OP_IMM_DATA || op == RDMAP_OP_IMM_DATA_SE)
+			deliver_imm(q, op, d);
+		else
+			deliver_send(q, op, d);
 		break;
 	case RDMAP_QN_READ_REQ:
 		deliver_read_req(q, d);
