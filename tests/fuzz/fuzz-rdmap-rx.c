@@ -12,7 +12,8 @@
  *        bit 2 Markers; bits 3-4 chunking (whole / one octet / sizes from
  *        c[1] / c[1]-sized chunks with direct placement via iw_rx_direct)
  *        bits 5-7 posted Send buffer sizes
- *   c[1] chunk size; c[2] region size; c[3] max_ulpdu / 256 (0 = 65535)
+ *   c[1] chunk size; c[2] region size (bit 0: RFC 7306 agreed); c[3]
+ *   max_ulpdu / 256 (0 = 65535)
  * Every region and posted buffer is a heap block of exactly its size. */
 #include "config.h"
 
@@ -164,6 +165,14 @@ static void on_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struc
 
 	FUZZ_ASSERT(qn < 3);
 	const struct posted *b = d->cookie;
+	if (op == RDMAP_OP_IMM_DATA || op == RDMAP_OP_IMM_DATA_SE) {
+		/* RFC 7306 (c[2] bit 0): its 8 octets are the stream's, the
+		 * buffer (none when attached to a Send) gets nothing */
+		FUZZ_ASSERT(qn == RDMAP_QN_SEND && d->msg_len == RDMAP_IMM_LEN && d->addr);
+		FUZZ_ASSERT(!b || (b >= o->bufs[0] && b < o->bufs[0] + NBUF));
+		o->delivered[qn]++;
+		return;
+	}
 	FUZZ_ASSERT(b && b->addr == d->addr && d->msg_len <= b->len);
 	switch (op) {
 	case RDMAP_OP_SEND:
@@ -219,6 +228,7 @@ static void owner_init(struct owner *o, struct iw_rx *rx, const uint8_t *c)
 		o->reg[i].mem = alloc_exact(o->reg[i].len);
 	iw_rx_init(rx, c[0] & 4, (c[0] & 3) == 1 || (c[0] & 3) == 2, (size_t)c[3] * 256, resolve, o,
 		   &ops, o);
+	rx->ext = c[2] & 1; /* RFC 7306 opcodes agreed */
 	for (uint32_t qn = 0; qn < 3; qn++) {
 		FUZZ_ASSERT(ddp_queue_init(&o->q[qn], qn, NBUF, 1) == 0);
 		FUZZ_ASSERT(ddp_rx_add_queue(&rx->ddp, &o->q[qn]) == 0);
