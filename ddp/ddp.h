@@ -154,6 +154,17 @@ int ddp_queue_deliver(struct ddp_queue *q, struct ddp_delivery *d);
  * 1 with *d filled (msg_len = octets placed so far), 0 if empty. */
 int ddp_queue_flush(struct ddp_queue *q, struct ddp_delivery *d);
 
+/* A message with MSN msn that takes its place in q's MSN order but is
+ * placed by the layer above, not into a posted buffer (RFC 7306 Immediate
+ * Data).  take: it consumes the buffer its MSN names (nothing may have
+ * been placed into it; the refill is asked for one), returned in *d with
+ * msg_len 0; !take: it consumes none, the posted buffers serve the MSNs
+ * after it (*d zeroed but msn).  msn must be the next to deliver.  0, or
+ * -EPROTO with DDP/2/0x03 (another MSN, or octets already placed where
+ * none may be) or DDP/2/0x02 (take, no buffer). */
+int ddp_queue_pass(struct ddp_queue *q, uint32_t msn, bool take, struct ddp_delivery *d,
+		   struct xs_err *err);
+
 #define DDP_MAX_QUEUES 4
 
 /* Receive side of one DDP stream. */

@@ -99,6 +99,40 @@ int ddp_queue_flush(struct ddp_queue *q, struct ddp_delivery *d)
 	return 1;
 }
 
+/* a buffer nothing was placed into yet */
+static bool ddp_rxbuf_untouched(const struct ddp_rxbuf *b)
+{
+	return !b->nranges && !b->last_seen;
+}
+
+int ddp_queue_pass(struct ddp_queue *q, uint32_t msn, bool take, struct ddp_delivery *d,
+		   struct xs_err *err)
+{
+	xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_MSN_RANGE);
+	if (msn != q->msn_head)
+		return -EPROTO;
+	if (take) {
+		if (!q->count && q->refill && q->depth)
+			q->refill(q->refill_ctx, q);
+		if (!q->count) {
+			xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_NO_BUFFER);
+			return -EPROTO;
+		}
+		if (!ddp_rxbuf_untouched(&q->ring[q->head]))
+			return -EPROTO;
+		ddp_queue_pop(q, d, 0);
+		return 0;
+	}
+	/* the posted buffers move up one MSN: none may hold a later
+	 * message's octets already (a peer sending out of MSN order) */
+	for (unsigned i = 0; i < q->count; i++)
+		if (!ddp_rxbuf_untouched(&q->ring[(q->head + i) % q->depth]))
+			return -EPROTO;
+	memset(d, 0, sizeof(*d));
+	d->msn = q->msn_head++;
+	return 0;
+}
+
 void ddp_rx_init(struct ddp_rx *rx, ddp_tagged_resolve_fn resolve, void *ctx)
 {
 	memset(rx, 0, sizeof(*rx));

@@ -20,20 +20,62 @@ void iw_rx_init(struct iw_rx *rx, bool markers, bool crc, size_t max_ulpdu,
 	rx->ops_ctx = ops_ctx;
 }
 
+static bool iw_is_imm(enum rdmap_opcode op)
+{
+	return op == RDMAP_OP_IMM_DATA || op == RDMAP_OP_IMM_DATA_SE;
+}
+
+/* An Immediate Data header: its body goes to imm_body.  One that consumes
+ * a receive (not attached to a Send: body octet 4, when it came with the
+ * header) must find one posted, as a Send does (the RNR wait included). */
+static int iw_rx_imm_target(struct iw_rx *rx, const uint8_t *body, size_t body_n,
+			    struct xs_err *err)
+{
+	uint8_t *unused;
+
+	if (rx->payload_len > RDMAP_IMM_LEN || !rx->h.last) {
+		/* the Data Sink's buffer for it holds 8 octets, one segment */
+		xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_TOO_LONG);
+		return -EPROTO;
+	}
+	if (rx->payload_len < RDMAP_IMM_LEN || rx->h.mo) {
+		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP, RDMAP_ECODE_UNSPECIFIED);
+		return -EPROTO;
+	}
+	if (!rx->stalled) {
+		rx->imm_known = body_n > RDMAP_IMM_XS_FLAGS;
+		rx->imm_take = !rx->imm_known || !(body[RDMAP_IMM_XS_FLAGS] & RDMAP_IMM_XS_ATTACHED);
+	}
+	if (rx->imm_known && rx->imm_take) {
+		struct ddp_hdr h = rx->h;
+
+		h.last = false; /* only asks: is a receive there for this MSN */
+		return ddp_rx_target(&rx->ddp, &h, 0, &unused, err);
+	}
+	return 0;
+}
+
 /* The whole DDP header is in: decode, check the RDMAP control, find where
- * the payload goes.  A ULPDU must at least hold its header. */
-static int iw_rx_header(struct iw_rx *rx, uint16_t ulpdu_len, struct xs_err *err)
+ * the payload goes (body: the body_n payload octets that came with it).
+ * A ULPDU must at least hold its header. */
+static int iw_rx_header(struct iw_rx *rx, uint16_t ulpdu_len, const uint8_t *body,
+			size_t body_n, struct xs_err *err)
 {
 	int rc;
 
 	rc = ddp_hdr_decode(rx->hdr, rx->hdr_len, &rx->h, err);
 	if (rc < 0)
 		return rc;
-	rc = rdmap_hdr_check(&rx->h, &rx->op, err);
+	rc = rdmap_hdr_check_ext(&rx->h, rx->ext, &rx->op, err);
 	if (rc < 0)
 		return rc;
 	rx->payload_len = (uint32_t)ulpdu_len - rx->hdr_len;
-	rc = ddp_rx_target(&rx->ddp, &rx->h, rx->payload_len, &rx->dst, err);
+	if (iw_is_imm(rx->op)) {
+		rc = iw_rx_imm_target(rx, body, body_n, err);
+		rx->dst = rx->imm_body;
+	} else {
+		rc = ddp_rx_target(&rx->ddp, &rx->h, rx->payload_len, &rx->dst, err);
+	}
 	if (rc < 0 && rx->rnr && !rx->h.tagged && rx->h.qn == RDMAP_QN_SEND &&
 	    err->layer == XS_LAYER_DDP && err->etype == DDP_ETYPE_UNTAGGED &&
 	    err->ecode == DDP_ECODE_U_NO_BUFFER) {
@@ -78,7 +120,7 @@ static int iw_rx_data(struct iw_rx *rx, const struct mpa_rx_event *ev, struct xs
 		off += (uint32_t)take;
 		if (rx->hdr_got < rx->hdr_len)
 			goto out;
-		int rc = iw_rx_header(rx, ev->ulpdu_len, err);
+		int rc = iw_rx_header(rx, ev->ulpdu_len, p, n, err);
 		if (rc == -EAGAIN) {
 			/* the n payload octets after the header went through
 			 * MPA already: the caller hands them back on resume */
@@ -106,6 +148,29 @@ static int iw_rx_fpdu_end(struct iw_rx *rx, struct xs_err *err)
 		xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_CATASTROPHIC, DDP_ECODE_CATASTROPHIC);
 		return -EPROTO;
 	}
+	if (iw_is_imm(rx->op)) {
+		/* its own MSN on QN 0 (checked by rdmap_hdr_check_ext) and a
+		 * receive only if not attached to the Send that follows */
+		bool take = !(rx->imm_body[RDMAP_IMM_XS_FLAGS] & RDMAP_IMM_XS_ATTACHED);
+		struct ddp_queue *q = rx->ddp.queues[RDMAP_QN_SEND];
+
+		if (!q) {
+			xs_err_set(err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_INVALID_QN);
+			return -EPROTO;
+		}
+		rc = ddp_queue_pass(q, rx->h.msn, take, &d, err);
+		if (rc < 0)
+			return rc;
+		rx->fpdus++;
+		rx->hdr_done = false;
+		rx->ulp_next = 0;
+		d.addr = rx->imm_body;
+		d.msg_len = RDMAP_IMM_LEN;
+		d.rsvdulp = rx->h.rsvdulp;
+		if (rx->ops && rx->ops->deliver)
+			rx->ops->deliver(rx->ops_ctx, rx->op, RDMAP_QN_SEND, &d);
+		goto deliver;
+	}
 	rc = ddp_rx_commit(&rx->ddp, &rx->h, rx->payload_len, err);
 	if (rc < 0)
 		return rc;
@@ -117,6 +182,7 @@ static int iw_rx_fpdu_end(struct iw_rx *rx, struct xs_err *err)
 			rx->ops->tagged_last(rx->ops_ctx, rx->op, &rx->h);
 		return 0;
 	}
+deliver:;
 	/* ddp_rx_commit validated the QN, so the queue exists */
 	struct ddp_queue *q = rx->ddp.queues[rx->h.qn];
 	while (ddp_queue_deliver(q, &d) == 1) {
@@ -141,7 +207,7 @@ int iw_rx_input_part(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *c
 
 	*consumed = 0;
 	if (rx->stalled) {
-		int rc = iw_rx_header(rx, rx->stall_ulpdu_len, err);
+		int rc = iw_rx_header(rx, rx->stall_ulpdu_len, NULL, 0, err);
 
 		if (rc < 0)
 			return rc; /* still no receive (-EAGAIN), or now an error */

@@ -12,9 +12,13 @@
 
 #include "ddp/ddp.h"
 #include "iwarp/rdmap.h"
+#include "iwarp/rdmap_ext.h"
 #include "mpa/mpa.h"
 
 /* ---- transmit ------------------------------------------------------------ */
+
+/* untagged queues: QN 0-2 (RFC 5040) and the Atomic Response's QN 3 (RFC 7306) */
+#define IW_QN_COUNT 4
 
 /* Writes one FPDU (iov/cnt, total len octets) to the LLP.  Returns 0 or -errno.
  * One call = one FPDU, so a caller that writes each with one writev() keeps
@@ -24,7 +28,7 @@ typedef int (*iw_tx_write_fn)(void *ctx, const struct iovec *iov, int cnt, size_
 struct iw_tx {
 	struct mpa_tx mpa;
 	size_t mulpdu; /* largest ULPDU per FPDU */
-	uint32_t msn[3]; /* next MSN per untagged queue (QN 0, 1, 2) */
+	uint32_t msn[IW_QN_COUNT]; /* next MSN per untagged queue (QN 0-3) */
 	iw_tx_write_fn write;
 	void *write_ctx;
 	struct mpa_txframe frame; /* scratch for the FPDU being written */
@@ -41,6 +45,13 @@ int iw_tx_send(struct iw_tx *tx, enum rdmap_opcode op, uint32_t inv_stag, const 
 int iw_tx_tagged(struct iw_tx *tx, enum rdmap_opcode op, uint32_t stag, uint64_t to,
 		 const struct iovec *iov, int cnt);
 int iw_tx_read_req(struct iw_tx *tx, const struct rdmap_read_req *rr);
+/* RFC 7306 (a stream that agreed on it): an Atomic Request on QN 1.
+ * Immediate Data goes through iw_tx_send (RDMAP_OP_IMM_DATA*, 8 octets). */
+int iw_tx_atomic_req(struct iw_tx *tx, const struct rdmap_atomic_req *r);
+/* The DDP header of the next Atomic Response (QN 3, its MSN taken, L set):
+ * the engine frames the 12-octet body itself, in order with its Read
+ * Responses. */
+void iw_tx_atomic_resp_hdr(struct iw_tx *tx, struct ddp_hdr *h);
 int iw_tx_terminate(struct iw_tx *tx, const struct rdmap_term *t);
 
 /* ---- receive ------------------------------------------------------------- */
@@ -74,6 +85,13 @@ struct iw_rx {
 	 * the stream (iw_rx_input_part says -EAGAIN) instead of failing it */
 	bool rnr;
 	bool stalled; /* that segment's header is in; its payload is not placed */
+	/* RFC 7306 opcodes are valid (both ends agreed on the extension) */
+	bool ext;
+	/* Immediate Data (QN 0): its 8 octets land here, not in a receive
+	 * buffer; imm_take: it consumes one (not attached to a Send), known
+	 * when its header is in only if its body came with it (imm_known) */
+	uint8_t imm_body[RDMAP_IMM_LEN];
+	bool imm_take, imm_known;
 	uint16_t stall_ulpdu_len;
 	uint32_t stall_data; /* payload octets MPA took: the next input's first */
 };

@@ -14,7 +14,7 @@ int iw_tx_init(struct iw_tx *tx, bool markers, bool crc, size_t mulpdu, iw_tx_wr
 	memset(tx, 0, sizeof(*tx));
 	mpa_tx_init(&tx->mpa, markers, crc);
 	tx->mulpdu = mulpdu;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < IW_QN_COUNT; i++)
 		tx->msn[i] = 1;
 	tx->write = write;
 	tx->write_ctx = ctx;
@@ -106,7 +106,7 @@ int iw_tx_send(struct iw_tx *tx, enum rdmap_opcode op, uint32_t inv_stag, const 
 	struct ddp_hdr h;
 
 	if (op != RDMAP_OP_SEND && op != RDMAP_OP_SEND_SE && op != RDMAP_OP_SEND_INV &&
-	    op != RDMAP_OP_SEND_SE_INV)
+	    op != RDMAP_OP_SEND_SE_INV && op != RDMAP_OP_IMM_DATA && op != RDMAP_OP_IMM_DATA_SE)
 		return -EINVAL;
 	iw_untagged_tmpl(tx, &h, op, RDMAP_QN_SEND);
 	if (rdmap_ops[op].invalidate)
@@ -152,4 +152,21 @@ int iw_tx_terminate(struct iw_tx *tx, const struct rdmap_term *t)
 	struct iovec iov = { body, (size_t)n };
 	iw_untagged_tmpl(tx, &h, RDMAP_OP_TERMINATE, RDMAP_QN_TERMINATE);
 	return iw_tx_message(tx, &h, &iov, 1);
+}
+
+int iw_tx_atomic_req(struct iw_tx *tx, const struct rdmap_atomic_req *r)
+{
+	uint8_t body[RDMAP_ATOMIC_REQ_LEN];
+	struct iovec iov = { body, sizeof(body) };
+	struct ddp_hdr h;
+
+	rdmap_atomic_req_encode(r, body);
+	iw_untagged_tmpl(tx, &h, RDMAP_OP_ATOMIC_REQ, RDMAP_QN_READ_REQ);
+	return iw_tx_message(tx, &h, &iov, 1);
+}
+
+void iw_tx_atomic_resp_hdr(struct iw_tx *tx, struct ddp_hdr *h)
+{
+	iw_untagged_tmpl(tx, h, RDMAP_OP_ATOMIC_RESP, RDMAP_QN_ATOMIC_RESP);
+	h->last = true;
 }

@@ -21,7 +21,8 @@ static inline uint8_t rdmap_ctrl_encode(enum rdmap_opcode op)
 /* What the opcode table knows about each opcode. */
 struct rdmap_op_info {
 	const char *name;
-	bool valid; /* implemented (0-7) */
+	bool valid; /* RFC 5040 (0-7): always accepted */
+	bool ext; /* RFC 7306 (0xa-0xd): accepted once both ends agreed on it */
 	bool tagged; /* carried in tagged DDP segments */
 	uint8_t qn; /* untagged: the queue it travels on */
 	uint8_t body_len; /* fixed RDMAP body in the payload (Read Request: 28) */
@@ -29,7 +30,7 @@ struct rdmap_op_info {
 	bool invalidate; /* carries an Invalidate STag in RsvdULP */
 };
 
-/* Indexed by opcode 0..15; entries 8-11 named (RFC 7306) but not valid. */
+/* Indexed by opcode 0..15; entries 0xa-0xd are RFC 7306's (ext). */
 extern const struct rdmap_op_info rdmap_ops[RDMAP_OP_COUNT];
 
 /* Validate the RDMAP control byte of a decoded DDP header against the
@@ -38,6 +39,10 @@ extern const struct rdmap_op_info rdmap_ops[RDMAP_OP_COUNT];
  * RDMAP/2/0x06; untagged opcode on the wrong QN -> DDP/2/0x01.  Returns 0 with
  * *op set, or -EPROTO. */
 int rdmap_hdr_check(const struct ddp_hdr *h, enum rdmap_opcode *op, struct xs_err *err);
+/* As rdmap_hdr_check; with ext the RFC 7306 opcodes are valid too (an
+ * RFC 7306 opcode on a stream that did not agree on it is unexpected). */
+int rdmap_hdr_check_ext(const struct ddp_hdr *h, bool ext, enum rdmap_opcode *op,
+			struct xs_err *err);
 
 struct rdmap_read_req {
 	uint32_t sink_stag;

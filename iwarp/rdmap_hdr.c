@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "iwarp/rdmap.h"
+#include "iwarp/rdmap_ext_wire.h"
 #include "util/xs_be.h"
 
 const struct rdmap_op_info rdmap_ops[RDMAP_OP_COUNT] = {
@@ -21,16 +22,27 @@ const struct rdmap_op_info rdmap_ops[RDMAP_OP_COUNT] = {
 				   .valid = true, .qn = RDMAP_QN_SEND, .solicited = true,
 				   .invalidate = true },
 	[RDMAP_OP_TERMINATE] = { .name = "Terminate", .valid = true, .qn = RDMAP_QN_TERMINATE },
-	/* RFC 7306: named so traces read well, refused like any unknown opcode
-	 * because nothing here implements them. */
-	[RDMAP_OP_IMM_DATA] = { .name = "Immediate Data" },
-	[RDMAP_OP_IMM_DATA_SE] = { .name = "Immediate Data with Solicited Event" },
-	[RDMAP_OP_ATOMIC_REQ] = { .name = "Atomic Request" },
-	[RDMAP_OP_ATOMIC_RESP] = { .name = "Atomic Response" },
-	/* 12-15: reserved, name NULL */
+	/* RFC 7306 table 1 (8 and 9 are reserved there): valid only on a
+	 * stream whose ends agreed on the extension (rdmap_hdr_check_ext) */
+	[RDMAP_OP_ATOMIC_REQ] = { .name = "Atomic Request", .ext = true,
+				  .qn = RDMAP_QN_READ_REQ, .body_len = RDMAP_ATOMIC_REQ_LEN },
+	[RDMAP_OP_ATOMIC_RESP] = { .name = "Atomic Response", .ext = true,
+				   .qn = RDMAP_QN_ATOMIC_RESP, .body_len = RDMAP_ATOMIC_RESP_LEN },
+	[RDMAP_OP_IMM_DATA] = { .name = "Immediate Data", .ext = true, .qn = RDMAP_QN_SEND,
+				.body_len = RDMAP_IMM_LEN },
+	[RDMAP_OP_IMM_DATA_SE] = { .name = "Immediate Data with Solicited Event", .ext = true,
+				   .qn = RDMAP_QN_SEND, .body_len = RDMAP_IMM_LEN,
+				   .solicited = true },
+	/* 8, 9, 14, 15: reserved, name NULL */
 };
 
 int rdmap_hdr_check(const struct ddp_hdr *h, enum rdmap_opcode *op, struct xs_err *err)
+{
+	return rdmap_hdr_check_ext(h, false, op, err);
+}
+
+int rdmap_hdr_check_ext(const struct ddp_hdr *h, bool ext, enum rdmap_opcode *op,
+			struct xs_err *err)
 {
 	uint8_t ctrl = h->rsvdulp;
 	unsigned code = ctrl & RDMAP_OPCODE_MASK;
@@ -48,7 +60,7 @@ int rdmap_hdr_check(const struct ddp_hdr *h, enum rdmap_opcode *op, struct xs_er
 	}
 	/* Unknown, unimplemented, or on the wrong buffer model (tagged Send,
 	 * untagged Write): all "unexpected OpCode". */
-	if (!info->valid || h->tagged != info->tagged) {
+	if (!(info->valid || (ext && info->ext)) || h->tagged != info->tagged) {
 		xs_err_set(err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP, RDMAP_ECODE_UNEXPECTED_OP);
 		return -EPROTO;
 	}

@@ -1,4 +1,5 @@
-/* RDMAP wire format (RFC 5040; opcode room for RFC 7306).  Constants only. */
+/* RDMAP wire format (RFC 5040, opcodes and queues of RFC 7306).  Constants
+ * only; the RFC 7306 message bodies are in iwarp/rdmap_ext_wire.h. */
 #ifndef RDMAP_WIRE_H
 #define RDMAP_WIRE_H
 
@@ -17,11 +18,11 @@ enum rdmap_opcode {
 	RDMAP_OP_SEND_SE = 0x5,
 	RDMAP_OP_SEND_SE_INV = 0x6,
 	RDMAP_OP_TERMINATE = 0x7,
-	/* RFC 7306 extensions: recognised, not implemented */
-	RDMAP_OP_IMM_DATA = 0x8,
-	RDMAP_OP_IMM_DATA_SE = 0x9,
-	RDMAP_OP_ATOMIC_REQ = 0xa,
-	RDMAP_OP_ATOMIC_RESP = 0xb,
+	/* RFC 7306 section 4.1 (table 1): 01000b and 01001b stay reserved */
+	RDMAP_OP_ATOMIC_REQ = 0xa, /* 01010b, untagged QN 1 */
+	RDMAP_OP_ATOMIC_RESP = 0xb, /* 01011b, untagged QN 3 */
+	RDMAP_OP_IMM_DATA = 0xc, /* 01100b, untagged QN 0 */
+	RDMAP_OP_IMM_DATA_SE = 0xd, /* 01101b, untagged QN 0 */
 };
 #define RDMAP_OP_COUNT 16
 
@@ -29,6 +30,9 @@ enum rdmap_opcode {
 #define RDMAP_QN_SEND 0
 #define RDMAP_QN_READ_REQ 1
 #define RDMAP_QN_TERMINATE 2
+/* RFC 7306: Atomic Requests share QN 1 (and the IRD) with Read Requests;
+ * Atomic Responses come back on a queue of their own */
+#define RDMAP_QN_ATOMIC_RESP 3
 
 /* Read Request body on QN 1:
  * SinkSTag(4) | SinkTO(8) | RDMARDSZ(4) | SrcSTag(4) | SrcTO(8) */

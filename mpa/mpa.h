@@ -27,6 +27,9 @@ struct mpa_frame {
 	bool crc; /* C */
 	bool reject; /* R (Reply only) */
 	bool enhanced; /* RFC 6581 flag: the IRD/ORD header leads the PD */
+	/* RFC 7306 supported: MPA_FLAG_EXT_REQ in a Request, MPA_FLAG_EXT_REP
+	 * in a Reply (the other bit of the two is just reserved there) */
+	bool rdmap_ext;
 	uint8_t res_bits; /* remaining reserved flag bits as seen/sent */
 	uint8_t rev;
 	/* RFC 6581 header, meaningful when rev == 2 && enhanced */
@@ -81,10 +84,12 @@ struct mpa_prefs {
 	uint8_t rtr_mask; /* MPA_RTR_* offered (initiator) / accepted (responder) */
 	const uint8_t *pdata; /* ULP private data to send */
 	uint16_t pdata_len;
+	bool rdmap_ext; /* announce RFC 7306 support (MPA_FLAG_EXT_*) */
 };
 
 /* Fill prefs with the defaults that talk to Linux siw: rev 2, no markers
- * wanted but sent on request, CRC off unless asked, IRD/ORD 1/1, no P2P. */
+ * wanted but sent on request, CRC off unless asked, IRD/ORD 1/1, no P2P,
+ * RFC 7306 not announced (an owner that implements it sets rdmap_ext). */
 void mpa_prefs_default(struct mpa_prefs *p);
 
 /* The outcome both ends operate with after the exchange. */
@@ -97,6 +102,7 @@ struct mpa_agreed {
 	uint16_t ird, ord; /* our inbound / outbound RDMA Read limits */
 	bool p2p;
 	enum mpa_rtr rtr; /* the RTR the initiator sends (MPA_RTR_NONE: none) */
+	bool rdmap_ext; /* both ends announced RFC 7306: its opcodes may be used */
 };
 
 /* Initiator: build the Request from prefs (pdata points at prefs' buffer). */

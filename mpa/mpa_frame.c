@@ -24,6 +24,12 @@ static uint8_t res_mask(uint8_t rev)
 	return rev == MPA_REV_1 ? (MPA_FLAG_RES_MASK | MPA_FLAG_ENHANCED) : MPA_FLAG_RES_MASK;
 }
 
+/* the flag bit that says RFC 7306 in this kind of frame */
+static uint8_t ext_bit(enum mpa_frame_type t)
+{
+	return t == MPA_REQUEST ? MPA_FLAG_EXT_REQ : MPA_FLAG_EXT_REP;
+}
+
 ssize_t mpa_frame_encode(const struct mpa_frame *f, uint8_t *buf, size_t cap)
 {
 	size_t pd_len, len;
@@ -49,7 +55,9 @@ ssize_t mpa_frame_encode(const struct mpa_frame *f, uint8_t *buf, size_t cap)
 		return -EMSGSIZE;
 
 	memcpy(buf, f->type == MPA_REQUEST ? MPA_KEY_REQ : MPA_KEY_REP, MPA_KEY_LEN);
-	flags = f->res_bits & res_mask(f->rev);
+	flags = f->res_bits & res_mask(f->rev) & (uint8_t)~ext_bit(f->type);
+	if (f->rdmap_ext)
+		flags |= ext_bit(f->type);
 	if (f->markers)
 		flags |= MPA_FLAG_M;
 	if (f->crc)
@@ -126,7 +134,8 @@ int mpa_frame_decode(const uint8_t *buf, size_t len, enum mpa_frame_type expect,
 	f->crc = flags & MPA_FLAG_C;
 	f->reject = flags & MPA_FLAG_R;
 	f->enhanced = enhanced;
-	f->res_bits = flags & res_mask(rev);
+	f->rdmap_ext = flags & ext_bit(expect);
+	f->res_bits = flags & res_mask(rev) & (uint8_t)~ext_bit(expect);
 	f->rev = rev;
 	const uint8_t *pd = buf + MPA_RR_HDR_LEN;
 	if (enhanced) {

@@ -25,6 +25,10 @@ void mpa_prefs_default(struct mpa_prefs *p)
 	p->ord_strict = false;
 	p->p2p = false;
 	p->rtr_mask = MPA_RTR_ALL;
+	/* announced only by an owner that carries the RFC 7306 operations
+	 * out (libiwarp does not yet: a peer that believed us would send
+	 * opcodes our receive side Terminates) */
+	p->rdmap_ext = false;
 }
 
 void mpa_request_build(const struct mpa_prefs *local, struct mpa_frame *req)
@@ -48,6 +52,7 @@ void mpa_request_build(const struct mpa_prefs *local, struct mpa_frame *req)
 	}
 	req->pdata = local->pdata;
 	req->pdata_len = local->pdata_len;
+	req->rdmap_ext = local->rdmap_ext;
 }
 
 static uint8_t frame_rtr_bits(const struct mpa_frame *f)
@@ -84,6 +89,9 @@ static void reply_base(const struct mpa_prefs *local, const struct mpa_frame *re
 	}
 	reply->pdata = local->pdata;
 	reply->pdata_len = local->pdata_len;
+	/* answered only to a Request that announced it: siw (and older
+	 * xsock) never see the Reply bit */
+	reply->rdmap_ext = local->rdmap_ext && req->rdmap_ext;
 }
 
 /* A negotiation failure: R=1, no resources, no P2P, no PD (as siw). */
@@ -150,6 +158,7 @@ int mpa_respond(const struct mpa_prefs *local, const struct mpa_frame *req,
 	}
 	out->p2p = reply->p2p;
 	out->rtr = (enum mpa_rtr)rtr;
+	out->rdmap_ext = reply->rdmap_ext;
 	return 0;
 }
 
@@ -227,5 +236,7 @@ int mpa_initiator_complete(const struct mpa_prefs *local, const struct mpa_frame
 	out->ord = ord;
 	out->p2p = p2p;
 	out->rtr = rtr;
+	/* the Reply's own bit: a Request bit echoed back (siw) is not it */
+	out->rdmap_ext = req->rdmap_ext && reply->rdmap_ext;
 	return 0;
 }

@@ -16,6 +16,14 @@
 #define MPA_FLAG_R 0x20 /* Reject (Reply only) */
 #define MPA_FLAG_ENHANCED 0x10 /* RFC 6581: PD starts with the IRD/ORD header */
 #define MPA_FLAG_RES_MASK 0x0f /* reserved; siw's try_gso uses 0x08 */
+/* xsock: RFC 7306 (Atomics, Immediate Data) supported, one reserved bit
+ * per direction.  Linux siw builds its Reply from the Request it got
+ * (siw_proc_mpareq rewrites key, M, C, R and keeps the rest), so a bit we
+ * set in a Request comes back in siw's Reply: the Reply's answer must be
+ * another bit, one no Request ever carries.  RFC 5044 reserved bits are
+ * "not checked on receive": siw, and xsock before this, ignore both. */
+#define MPA_FLAG_EXT_REQ 0x04 /* Request: the initiator supports RFC 7306 */
+#define MPA_FLAG_EXT_REP 0x02 /* Reply: so does the responder, both use it */
 
 #define MPA_REV_1 1
 #define MPA_REV_2 2 /* RFC 6581 */

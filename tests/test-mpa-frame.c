@@ -229,7 +229,11 @@ static void test_roundtrip(void)
 		f.crc = xs_rand_below(2);
 		f.reject = f.type == MPA_REPLY && xs_rand_below(2);
 		f.enhanced = f.rev == 2 && xs_rand_below(4) != 0;
-		f.res_bits = (uint8_t)(xs_rand64() & MPA_FLAG_RES_MASK);
+		f.rdmap_ext = xs_rand_below(2);
+		/* the type's RFC 7306 bit is rdmap_ext, not a reserved bit */
+		f.res_bits = (uint8_t)(xs_rand64() & MPA_FLAG_RES_MASK &
+				       ~(f.type == MPA_REQUEST ? MPA_FLAG_EXT_REQ
+							       : MPA_FLAG_EXT_REP));
 		if (f.enhanced) {
 			f.ird = (uint16_t)xs_rand_below(0x4000);
 			f.ord = (uint16_t)xs_rand_below(0x4000);
@@ -253,6 +257,9 @@ static void test_roundtrip(void)
 		CHECK_EQ_U(g.reject, f.reject);
 		CHECK_EQ_U(g.enhanced, f.enhanced);
 		CHECK_EQ_U(g.res_bits, f.res_bits);
+		CHECK_EQ_U(g.rdmap_ext, f.rdmap_ext);
+		/* on the wire: 0x04 in a Request, 0x02 in a Reply */
+		CHECK_EQ_U(buf[16] & (f.type == MPA_REQUEST ? 0x04 : 0x02), f.rdmap_ext ? (f.type == MPA_REQUEST ? 0x04 : 0x02) : 0);
 		CHECK_EQ_U(g.ird, f.ird);
 		CHECK_EQ_U(g.ord, f.ord);
 		CHECK_EQ_U(g.p2p, f.p2p);

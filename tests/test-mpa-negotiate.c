@@ -42,6 +42,14 @@ static void run(const struct mpa_prefs *ini, const struct mpa_prefs *rsp, struct
 	r->rc_init = mpa_initiator_complete(ini, &r->req, &r->rep, &r->ai, &r->ei);
 }
 
+/* The tests of RFC 5044/6581 behaviour compare exact bytes: without the
+ * RFC 7306 announcement (test_rdmap_ext has it). */
+static void prefs_rfc(struct mpa_prefs *p)
+{
+	mpa_prefs_default(p);
+	p->rdmap_ext = false;
+}
+
 static bool bytes_eq(const uint8_t *b, size_t len, const char *hex)
 {
 	uint8_t want[600];
@@ -88,8 +96,8 @@ static void test_defaults(void)
 	struct mpa_prefs a, b;
 	struct run r;
 
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	CHECK_EQ_U(a.rev, 2);
 	CHECK(!a.crc && !a.crc_refuse && !a.markers_rx && a.markers_tx_ok);
 	CHECK_EQ_U(a.ird, 1);
@@ -126,8 +134,8 @@ static void test_irdord(void)
 	struct run r;
 
 	/* siw-like responder (device max 128) and a 16/16 request: 16/16. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.ird = a.ord = 16;
 	b.ird = b.ord = 128;
 	run(&a, &b, &r);
@@ -165,8 +173,8 @@ static void test_irdord(void)
 	CHECK_EQ_U(r.ai.ord, 8);
 
 	/* A Reply whose ORD exceeds our IRD. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	run(&a, &b, &r);
 	struct mpa_agreed ag;
 	struct xs_err e;
@@ -181,8 +189,8 @@ static void test_crc(void)
 	struct run r;
 
 	for (int m = 0; m < 4; m++) {
-		mpa_prefs_default(&a);
-		mpa_prefs_default(&b);
+		prefs_rfc(&a);
+		prefs_rfc(&b);
 		a.crc = m & 1;
 		b.crc = m & 2;
 		run(&a, &b, &r);
@@ -193,8 +201,8 @@ static void test_crc(void)
 		CHECK_EQ_U(r.ar.crc, m != 0);
 	}
 	/* crc_refuse (siw mpa_crc_strict) vs a CRC request: exactly siw's reject. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.crc = true;
 	b.crc_refuse = true;
 	run(&a, &b, &r);
@@ -215,8 +223,8 @@ static void test_markers(void)
 	struct run r;
 
 	for (int m = 0; m < 4; m++) {
-		mpa_prefs_default(&a);
-		mpa_prefs_default(&b);
+		prefs_rfc(&a);
+		prefs_rfc(&b);
 		a.markers_rx = m & 1;
 		b.markers_rx = m & 2;
 		run(&a, &b, &r);
@@ -230,8 +238,8 @@ static void test_markers(void)
 		CHECK_EQ_U(r.ar.markers_tx, a.markers_rx);
 	}
 	/* Responder cannot send markers: siw's reject (resp-rev2-markers). */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.markers_rx = true;
 	b.markers_tx_ok = false;
 	run(&a, &b, &r);
@@ -241,8 +249,8 @@ static void test_markers(void)
 	CHECK(bytes_eq(r.rep_bytes, r.rep_len, REP_KEY "3002000400000000"));
 	CHECK_EQ_U(r.rc_init, (unsigned long long)-ECONNREFUSED);
 	/* Initiator cannot send the markers the Reply asks for. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.markers_tx_ok = false;
 	b.markers_rx = true;
 	run(&a, &b, &r);
@@ -257,8 +265,8 @@ static void test_rev(void)
 	struct run r;
 
 	/* Rev 1 initiator, rev 2 responder: rev 1, no IRD/ORD, own limits. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.rev = 1;
 	a.ird = 3;
 	a.ord = 4;
@@ -282,8 +290,8 @@ static void test_rev(void)
 	CHECK(bytes_eq(r.rep_bytes, r.rep_len, REP_KEY "40010000"));
 
 	/* Rev 2 initiator, rev 1 responder: legacy Reply accepted. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	b.rev = 1;
 	a.ord = 5;
 	a.ord_strict = true; /* nothing negotiated, nothing to be strict about */
@@ -296,8 +304,8 @@ static void test_rev(void)
 	CHECK_EQ_U(r.ai.ird, 1);
 
 	/* A Reply with a higher revision than the Request. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.rev = 1;
 	run(&a, &b, &r);
 	struct mpa_frame rep = r.rep;
@@ -330,8 +338,8 @@ static void test_p2p(void)
 	struct run r;
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		mpa_prefs_default(&a);
-		mpa_prefs_default(&b);
+		prefs_rfc(&a);
+		prefs_rfc(&b);
 		a.p2p = true;
 		a.rtr_mask = t[i].offer;
 		b.rtr_mask = t[i].accept;
@@ -355,8 +363,8 @@ static void test_p2p(void)
 	}
 
 	/* The Reply's RTR must be exactly one we offered. */
-	mpa_prefs_default(&a);
-	mpa_prefs_default(&b);
+	prefs_rfc(&a);
+	prefs_rfc(&b);
 	a.p2p = true;
 	a.rtr_mask = MPA_RTR_READ;
 	run(&a, &b, &r);
@@ -436,6 +444,10 @@ static void test_siw_requests(void)
 		CHECK_EQ_U(ag.rtr, t[i].rtr);
 		CHECK_EQ_U(ag.p2p, t[i].rtr != MPA_RTR_NONE);
 		CHECK_EQ_U(ag.crc, req.crc);
+		/* siw announces nothing: no RFC 7306, and no Reply bit it
+		 * could trip over (the vectors' bytes above) */
+		CHECK(!ag.rdmap_ext);
+		CHECK(!rep.rdmap_ext);
 	}
 	/* init-rev2-rejected: the ULP rejects; the vector's exact Reply. */
 	frame_of(REQ_KEY "1002000400010001", MPA_REQUEST, &req, rb);
@@ -452,10 +464,14 @@ static void test_siw_requests(void)
 	for (int rd = 0; rd < 2; rd++) {
 		const char *hx = rd ? "1002000480014001" : "1002000480018001";
 		mpa_prefs_default(&a);
+		a.rdmap_ext = true;
 		a.p2p = true;
 		a.rtr_mask = rd ? MPA_RTR_READ : MPA_RTR_WRITE;
 		mpa_request_build(&a, &req);
 		n = mpa_frame_encode(&req, out, sizeof(out));
+		/* the vector's Request plus the RFC 7306 bit (reserved to siw) */
+		CHECK_EQ_U(out[16] & MPA_FLAG_EXT_REQ, MPA_FLAG_EXT_REQ);
+		out[16] &= (uint8_t)~MPA_FLAG_EXT_REQ;
 		snprintf(hex, sizeof(hex), REQ_KEY "%s", hx);
 		CHECK(bytes_eq(out, (size_t)n, hex));
 		snprintf(hex, sizeof(hex), REP_KEY "%s", hx);
@@ -463,6 +479,11 @@ static void test_siw_requests(void)
 		CHECK_EQ_U(mpa_initiator_complete(&a, &req, &rep, &ag, &e), 0);
 		CHECK(ag.p2p);
 		CHECK_EQ_U(ag.rtr, rd ? MPA_RTR_READ : MPA_RTR_WRITE);
+		CHECK(!ag.rdmap_ext);
+		/* what siw sends to a Request with the bit: echoed, not agreed */
+		rep.res_bits |= MPA_FLAG_EXT_REQ;
+		CHECK_EQ_U(mpa_initiator_complete(&a, &req, &rep, &ag, &e), 0);
+		CHECK(!ag.rdmap_ext);
 	}
 	/* resp-rev2-ird16-ord16 */
 	mpa_prefs_default(&a);
@@ -499,6 +520,64 @@ static void test_siw_requests(void)
 	CHECK_EQ_U(mpa_initiator_complete(&a, &req, &rep, &ag, &e), (unsigned long long)-ECONNREFUSED);
 }
 
+/* RFC 7306 announcement: Request bit 0x04, Reply bit 0x02, agreed only
+ * when the Reply carries its own bit. */
+static void test_rdmap_ext(void)
+{
+	struct mpa_prefs a, b;
+	struct run r;
+
+	/* xsock <-> xsock */
+	mpa_prefs_default(&a);
+	CHECK(!a.rdmap_ext); /* off unless the owner carries it out */
+	a.rdmap_ext = true;
+	b = a;
+	run(&a, &b, &r);
+	check_ok(&r);
+	CHECK(bytes_eq(r.req_bytes, r.req_len, REQ_KEY "1402000400010001"));
+	CHECK(bytes_eq(r.rep_bytes, r.rep_len, REP_KEY "1202000400010001"));
+	CHECK(r.ar.rdmap_ext && r.ai.rdmap_ext);
+
+	/* one side without it: neither uses it, and a responder without it
+	 * sends no Reply bit */
+	for (int side = 0; side < 2; side++) {
+		mpa_prefs_default(&a);
+		a.rdmap_ext = true;
+		b = a;
+		(side ? &a : &b)->rdmap_ext = false;
+		run(&a, &b, &r);
+		check_ok(&r);
+		CHECK(!r.ar.rdmap_ext && !r.ai.rdmap_ext);
+		CHECK(bytes_eq(r.rep_bytes, r.rep_len, REP_KEY "1002000400010001"));
+	}
+
+	/* siw as responder: its Reply is our Request with key, M, C, R
+	 * rewritten, so 0x04 comes back; that is no answer */
+	uint8_t rb[600];
+	struct mpa_frame req, rep;
+	struct mpa_agreed ag;
+	struct xs_err e;
+
+	mpa_prefs_default(&a);
+	a.rdmap_ext = true;
+	mpa_request_build(&a, &req);
+	frame_of(REP_KEY "1402000400010001", MPA_REPLY, &rep, rb);
+	CHECK(!rep.rdmap_ext);
+	CHECK_EQ_U(rep.res_bits, MPA_FLAG_EXT_REQ);
+	CHECK_EQ_U(mpa_initiator_complete(&a, &req, &rep, &ag, &e), 0);
+	CHECK(!ag.rdmap_ext);
+	/* the Reply bit in a Request is just reserved (echoed as seen) */
+	frame_of(REQ_KEY "1202000400010001", MPA_REQUEST, &req, rb);
+	CHECK(!req.rdmap_ext);
+	CHECK_EQ_U(req.res_bits, MPA_FLAG_EXT_REP);
+	CHECK_EQ_U(mpa_respond(&a, &req, &rep, &ag, &e), 0);
+	CHECK(!ag.rdmap_ext && !rep.rdmap_ext);
+	/* a rejecting Reply carries no agreement */
+	frame_of(REQ_KEY "1402000400010001", MPA_REQUEST, &req, rb);
+	mpa_reject_build(&a, &req, &rep);
+	CHECK(rep.reject);
+}
+
 int main(void)
 {
 	test_defaults();
@@ -508,5 +587,6 @@ int main(void)
 	test_rev();
 	test_p2p();
 	test_siw_requests();
+	test_rdmap_ext();
 	return xs_test_result();
 }

@@ -54,18 +54,19 @@ if command -v qperf >/dev/null 2>&1; then
     if ! xs_wait_listen "$port"; then
         echo "FAIL qperf: server did not listen"; cat "$XS_TMP.qs"; fail=1
     else
-        # rc_rdma_write_bw/rc_rdma_write_lat post RDMA Write with Immediate,
-        # which iWARP's RDMAP does not have: rc_rdma_write_poll_lat instead
+        # rc_rdma_write_bw/rc_rdma_write_lat post RDMA Write with Immediate
+        # and rc_*_mr atomics: RFC 7306, agreed between two xsock ends
         # Debian's qperf 0.4.11 tells the client its RDMA port before its
         # rdma_listen (fixed upstream: "Fix rdmacm race", 118a571); the
         # stack dials a refused connect again for 500 ms, so no retry here
         qrun() {
             timeout -k 5 30 "$XS_RUN" qperf -lp "$port" -cm1 -t 1 127.0.0.1 "$1" >"$XS_TMP.q" 2>&1
         }
-        for t in rc_bw rc_bi_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_poll_lat; do
+        for t in rc_bw rc_bi_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_poll_lat \
+                 rc_rdma_write_bw rc_rdma_write_lat rc_compare_swap_mr rc_fetch_add_mr; do
             qrun $t
             rc=$?
-            fig=$(sed -n 's/^ *\(bw\|latency\) *= *\([0-9.]* [A-Za-z/]*\).*/\1 \2/p' "$XS_TMP.q")
+            fig=$(sed -n 's/^ *\(bw\|latency\|msg_rate\) *= *\([0-9.]* [A-Za-z/]*\).*/\1 \2/p' "$XS_TMP.q")
             if [ $rc -ne 0 ] || [ -z "$fig" ]; then
                 echo "FAIL qperf $t: rc $rc"; cat "$XS_TMP.q"; fail=1
             else

@@ -21,9 +21,14 @@ static void check_table(void)
 	static const char *const names[RDMAP_OP_COUNT] = {
 		"RDMA Write", "RDMA Read Request", "RDMA Read Response", "Send",
 		"Send with Invalidate", "Send with Solicited Event",
-		"Send with Solicited Event and Invalidate", "Terminate", "Immediate Data",
-		"Immediate Data with Solicited Event", "Atomic Request", "Atomic Response",
+		"Send with Solicited Event and Invalidate", "Terminate", NULL, NULL,
+		"Atomic Request", "Atomic Response", "Immediate Data",
+		"Immediate Data with Solicited Event",
 	};
+	/* RFC 7306 table 1: QN, body length */
+	static const int ext_qn[RDMAP_OP_COUNT] = { [0xa] = 1, [0xb] = 3, [0xc] = 0, [0xd] = 0 };
+	static const unsigned ext_len[RDMAP_OP_COUNT] = { [0xa] = 52, [0xb] = 12, [0xc] = 8,
+							  [0xd] = 8 };
 	for (unsigned op = 0; op < RDMAP_OP_COUNT; op++) {
 		const struct rdmap_op_info *i = &rdmap_ops[op];
 		if (names[op]) {
@@ -36,8 +41,14 @@ static void check_table(void)
 		CHECK_EQ_U(i->tagged, expect[op] == 'T');
 		if (expect[op] >= '0' && expect[op] <= '2')
 			CHECK_EQ_U(i->qn, (unsigned)(expect[op] - '0'));
-		CHECK_EQ_U(i->body_len, op == RDMAP_OP_READ_REQ ? 28 : 0);
-		CHECK_EQ_U(i->solicited, op == RDMAP_OP_SEND_SE || op == RDMAP_OP_SEND_SE_INV);
+		CHECK_EQ_U(i->ext, op >= 0xa && op <= 0xd);
+		if (i->ext) {
+			CHECK_EQ_U(i->qn, (unsigned)ext_qn[op]);
+			CHECK(!i->tagged);
+		}
+		CHECK_EQ_U(i->body_len, op == RDMAP_OP_READ_REQ ? 28 : ext_len[op]);
+		CHECK_EQ_U(i->solicited, op == RDMAP_OP_SEND_SE || op == RDMAP_OP_SEND_SE_INV ||
+						 op == RDMAP_OP_IMM_DATA_SE);
 		CHECK_EQ_U(i->invalidate, op == RDMAP_OP_SEND_INV || op == RDMAP_OP_SEND_SE_INV);
 		CHECK_EQ_U(rdmap_ctrl_encode((enum rdmap_opcode)op), 0x40 | op);
 	}

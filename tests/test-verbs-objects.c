@@ -55,7 +55,7 @@ static void test_device(void)
 	CHECK(strcmp(da.fw_ver, "xsock 0.1") == 0);
 	CHECK_EQ_U(da.max_qp_rd_atom, XS_MAX_IRD);
 	CHECK_EQ_U(da.max_qp_init_rd_atom, XS_MAX_ORD);
-	CHECK_EQ_U(da.atomic_cap, IBV_ATOMIC_NONE);
+	CHECK_EQ_U(da.atomic_cap, IBV_ATOMIC_HCA); /* RFC 7306, refused per connection */
 	CHECK_EQ_U(da.max_sge, XS_MAX_SGE);
 	CHECK_EQ_U(da.phys_port_cnt, 1);
 	CHECK_EQ_U(da.vendor_id, XS_VENDOR_ID);
@@ -501,8 +501,9 @@ static void test_qpx(void)
 	struct ibv_qp_ex *qx;
 
 	REQUIRE(cq && mr);
-	/* ops iWARP has not (immediate data, atomics) are refused at creation */
-	ax.send_ops_flags |= IBV_QP_EX_WITH_SEND_WITH_IMM;
+	/* ops xsock has not (memory windows) are refused at creation; the
+	 * RFC 7306 ones are accepted (refused at post time, see below) */
+	ax.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW;
 	errno = 0;
 	CHECK(ibv_create_qp_ex(ctx, &ax) == NULL && errno == EOPNOTSUPP);
 	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
@@ -601,9 +602,10 @@ static void test_qp_conn(void)
 	      memcmp(c.data, "ping", 4) == 0);
 	CHECK_EQ_U(ibv_poll_cq(cq, 4, wc), 1);
 	CHECK(wc[0].wr_id == 2 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND);
-	/* immediate data does not exist on iWARP */
+	/* immediate data (RFC 7306) is not agreed on this connection */
 	swr.opcode = IBV_WR_SEND_WITH_IMM;
-	CHECK_EQ_U(ibv_post_send(qp, &swr, &sbad), EINVAL);
+	CHECK_EQ_U(ibv_post_send(qp, &swr, &sbad), EOPNOTSUPP);
+	CHECK(sbad == &swr);
 	/* inline: no lkey needed, size checked */
 	char tmp[8] = "inline!";
 	struct ibv_sge isg = { .addr = (uintptr_t)tmp, .length = 8, .lkey = 0 };

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Debian's unmodified ibv_devinfo, ucmatose (10 connections x 100 messages)
 # and perftest over rdma_cm (-R: ib_send_bw, ib_write_bw, ib_read_bw,
-# ib_send_lat, ib_write_lat; ib_send_lat again with an MPA Read RTR), both
+# ib_send_lat, ib_write_lat, ib_atomic_bw, ib_atomic_lat; ib_send_lat again
+# with an MPA Read RTR), both
 # ends under xsock-run on loopback.
 set -u
 XS_TMP=$(mktemp /tmp/xsock-tools.XXXXXX)
@@ -52,8 +53,11 @@ else
 fi
 
 if command -v ib_send_bw >/dev/null 2>&1; then
+    # ib_atomic_*: RFC 7306 atomics, agreed between two xsock ends (this
+    # perftest has no ib_write_bw --write_with_imm)
     for t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat \
-             "ib_send_bw --use-srq" "ib_send_lat --use-srq"; do
+             "ib_send_bw --use-srq" "ib_send_lat --use-srq" \
+             ib_atomic_bw ib_atomic_lat "ib_atomic_bw -A FETCH_AND_ADD"; do
         # perftest's first connection exchanges parameters, the second runs
         # (--use-srq: the server's receives come from a shared receive queue)
         if pair "$t" "$t -R -n 200" "$t -R -n 200 127.0.0.1"; then

@@ -9,7 +9,8 @@
 #include "tests/xs_conn_stub.h"
 
 int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
-		   struct ddp_queue *q_send, struct ddp_queue *q_readreq, struct ddp_queue *q_term)
+		   struct ddp_queue *q_send, struct ddp_queue *q_readreq, struct ddp_queue *q_term,
+		   struct ddp_queue *q_aresp)
 {
 	c->ops = ops;
 	c->qp = qp;
@@ -17,6 +18,8 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	ddp_rx_add_queue(&c->rx, q_send);
 	ddp_rx_add_queue(&c->rx, q_readreq);
 	ddp_rx_add_queue(&c->rx, q_term);
+	if (q_aresp)
+		ddp_rx_add_queue(&c->rx, q_aresp);
 	for (int i = 0; i < 3; i++)
 		c->msn[i] = 1;
 	return c->fail_attach;
@@ -109,6 +112,20 @@ int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 {
 	c->nterm++;
 	c->last_term = *t;
+	return 0;
+}
+
+int xs_conn_atomic_req(struct xs_conn *c, const struct rdmap_atomic_req *r)
+{
+	(void)r;
+	return c->fail_tx ? -EPIPE : 0;
+}
+
+int xs_conn_atomic_resp(struct xs_conn *c, uint32_t req_id, uint64_t value)
+{
+	(void)c;
+	(void)req_id;
+	(void)value;
 	return 0;
 }
 

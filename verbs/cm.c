@@ -1012,6 +1012,7 @@ static void cm_prefs(struct mpa_prefs *p, bool initiator)
 
 	mpa_prefs_default(p);
 	p->rev = cfg->mpa_rev;
+	p->rdmap_ext = cfg->rdmap_ext;
 	p->crc = cfg->crc;
 	p->markers_rx = cfg->markers;
 	if (initiator && cfg->p2p_rtr) {

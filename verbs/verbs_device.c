@@ -292,7 +292,12 @@ static void xs_fill_device_attr(struct ibv_device_attr *a)
 	a->max_qp_rd_atom = XS_MAX_IRD;
 	a->max_qp_init_rd_atom = XS_MAX_ORD;
 	a->max_res_rd_atom = XS_MAX_IRD * XS_MAX_QP;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/* RFC 7306 atomics: the device carries them out atomically with
+	 * respect to the CPUs of this host (IBV_ATOMIC_HCA, not GLOB: another
+	 * process's atomics on shared memory are not serialized with ours).
+	 * It cannot know its peers: a connection that did not agree on
+	 * RFC 7306 (siw) refuses atomic WRs with EOPNOTSUPP when posted. */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
 	a->vendor_id = XS_VENDOR_ID;

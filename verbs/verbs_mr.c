@@ -150,9 +150,8 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t length, uint6
 	struct xs_mr *m;
 	uint32_t stag = want;
 
-	/* REMOTE_ATOMIC is accepted and means nothing, as with the kernel's
-	 * iWARP providers (qperf asks for it on every MR): iWARP has no
-	 * atomics, and an atomic WR is refused when posted */
+	/* REMOTE_ATOMIC: the target of an RFC 7306 Atomic from a peer that
+	 * agreed on it (needs LOCAL_WRITE as REMOTE_WRITE does) */
 	if (!pd || !length || length > XS_MAX_MR_SIZE || (access & ~(unsigned)XS_ACCESS_ALL) ||
 	    (access & IBV_ACCESS_ZERO_BASED)) {
 		errno = EINVAL;
@@ -271,10 +270,13 @@ static bool mr_in_bounds(const struct xs_mr *m, uint64_t to, uint64_t len)
 int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
 		  enum xs_access_kind kind, uint8_t **dst, struct xs_err *err)
 {
-	bool rd = kind == XS_ACCESS_REMOTE_READ; /* RDMAP codes for a Read source */
-	unsigned need = kind == XS_ACCESS_REMOTE_WRITE	? IBV_ACCESS_REMOTE_WRITE
-			: kind == XS_ACCESS_REMOTE_READ ? IBV_ACCESS_REMOTE_READ
-							: IBV_ACCESS_LOCAL_WRITE;
+	/* RDMAP codes for a Read source and an Atomic target (untagged
+	 * requests); DDP tagged codes for placement */
+	bool rd = kind == XS_ACCESS_REMOTE_READ || kind == XS_ACCESS_REMOTE_ATOMIC;
+	unsigned need = kind == XS_ACCESS_REMOTE_WRITE	  ? IBV_ACCESS_REMOTE_WRITE
+			: kind == XS_ACCESS_REMOTE_READ	  ? IBV_ACCESS_REMOTE_READ
+			: kind == XS_ACCESS_REMOTE_ATOMIC ? IBV_ACCESS_REMOTE_ATOMIC
+							  : IBV_ACCESS_LOCAL_WRITE;
 	struct xs_mr *m;
 	int rc = 0;
 

@@ -181,9 +181,13 @@ int xs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 /* ---- extended post API (verbs_qpx.c) ------------------------------------- */
 
 /* The ibv_wr_* ops a QP can be created with: what ibv_post_send takes. */
+/* the RFC 7306 ones are accepted at creation: whether the connection
+ * agrees on them is known only at post time (EOPNOTSUPP then) */
 #define XS_QPX_SEND_OPS                                                                  \
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE | \
-	 IBV_QP_EX_WITH_RDMA_READ)
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND_WITH_IMM |                          \
+	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |          \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 struct xs_wrb;
 /* Give qx (the QP's own ibv_qp_ex) its ibv_wr_* ops and a builder sized

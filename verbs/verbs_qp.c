@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iwarp/rdmap_ext.h"
 #include "verbs/verbs_priv.h"
 
 #define XS_TERM_BUF 128
@@ -62,8 +63,11 @@ struct xs_sqe {
 	uint32_t len;
 	enum ibv_wc_opcode op;
 	enum ibv_wc_status st; /* a done WR's */
-	bool read;
+	bool read; /* waits for its response: an RDMA Read or an Atomic */
+	bool atomic; /* RFC 7306: its Atomic Response carries req_id */
 	bool signaled;
+	uint32_t req_id;
+	uint8_t *result; /* Atomic: the local 8 octets the old value goes to */
 };
 
 struct xs_qp {
@@ -88,6 +92,15 @@ struct xs_qp {
 	struct ddp_queue rrq, tq; /* QN 1 (Read Requests), QN 2 (Terminate) */
 	bool rx_extra; /* rrq and tq exist */
 	uint8_t *ird_bufs;
+	uint32_t ird_buf_len; /* xs_ird_buf_len */
+	bool ext; /* the connection agreed on RFC 7306 (set by bind) */
+	struct ddp_queue arq; /* QN 3 (Atomic Responses), when ext */
+	uint8_t *arq_bufs;
+	/* Send with Immediate: the imm of an attached Immediate Data, for
+	 * the Send behind it (engine or polling thread, conn rx lock) */
+	bool imm_pending;
+	uint32_t imm_pending_val;
+	uint32_t atomic_id; /* next Atomic Request Identifier (sq_lock) */
 	uint8_t term_bufs[XS_TERM_BUFS][XS_TERM_BUF];
 	struct rdmap_term term; /* the peer's Terminate (engine thread only) */
 	bool term_valid;
@@ -509,7 +522,8 @@ static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t t
 	}
 	/* a Read Response must land in the sink of the oldest Read */
 	pthread_mutex_lock(&q->rd_lock);
-	outstanding = q->rd_count > 0;
+	/* an Atomic at the head waits for its Atomic Response, not this */
+	outstanding = q->rd_count > 0 && !q->sq[q->sq_head].atomic;
 	if (outstanding) {
 		const struct xs_sqe *rd = &q->sq[q->sq_head];
 
@@ -543,7 +557,7 @@ static void qp_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_hdr
 	if (op != RDMAP_OP_READ_RESP)
 		return;
 	pthread_mutex_lock(&q->rd_lock);
-	if (q->rd_count) {
+	if (q->rd_count && !q->sq[q->sq_head].atomic) {
 		struct xs_sqe *rd = &q->sq[q->sq_head];
 
 		if (rd->signaled)
@@ -553,6 +567,36 @@ static void qp_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_hdr
 		pthread_cond_broadcast(&q->rd_cond);
 	}
 	pthread_mutex_unlock(&q->rd_lock);
+}
+
+/* RFC 7306 Immediate Data (d->addr: its 8 octets): attached to the Send
+ * behind it (no receive consumed, d->cookie NULL), or completing one
+ * receive as the verbs RDMA Write with Immediate does, nothing placed. */
+static void deliver_imm(struct xs_qp *q, enum rdmap_opcode op, const struct ddp_delivery *d)
+{
+	struct xs_rwr *r = d->cookie;
+	uint32_t imm; /* verbs keeps it in network order, as the wire has it */
+
+	memcpy(&imm, d->addr, sizeof(imm));
+	if (!r) {
+		q->imm_pending = true;
+		q->imm_pending_val = imm;
+		return;
+	}
+
+	struct ibv_wc wc = {
+		.wr_id = r->wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+		.wc_flags = IBV_WC_WITH_IMM,
+		.imm_data = imm,
+		.qp_num = q->qp.qp_num,
+	};
+
+	xs_cq_push(q->qp.recv_cq, &wc, op == RDMAP_OP_IMM_DATA_SE);
+	pthread_mutex_lock(&q->rx_lock);
+	rwr_put(q, r);
+	pthread_mutex_unlock(&q->rx_lock);
 }
 
 static void deliver_send(struct xs_qp *q, enum rdmap_opcode op, const struct ddp_delivery *d)
@@ -569,6 +613,11 @@ static void deliver_send(struct xs_qp *q, enum rdmap_opcode op, const struct ddp
 	bool inv_failed = false;
 	struct xs_err err;
 
+	if (q->imm_pending) { /* Send with Immediate */
+		q->imm_pending = false;
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = q->imm_pending_val;
+	}
 	if (r->bounce) {
 		uint32_t left = d->msg_len, off = 0;
 
@@ -601,6 +650,105 @@ static void deliver_send(struct xs_qp *q, enum rdmap_opcode op, const struct ddp
 	}
 }
 
+/* Atomics on words of this process's MRs are atomic with respect to each
+ * other (a CAS on an aligned word, or this lock for an MR whose host
+ * address is not 8-aligned) and to the CPU's own atomics on aligned words. */
+static pthread_mutex_t atomic_unaligned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t atomic_carry_out(const struct rdmap_atomic_req *ar, uint8_t *p)
+{
+	uint64_t w, old;
+
+	if (((uintptr_t)p % RDMAP_ATOMIC_SIZE) == 0)
+		return rdmap_atomic_apply(ar, (uint64_t *)(void *)p);
+	pthread_mutex_lock(&atomic_unaligned_lock);
+	memcpy(&w, p, sizeof(w));
+	old = w;
+	rdmap_atomic_apply(ar, &w);
+	memcpy(p, &w, sizeof(w));
+	pthread_mutex_unlock(&atomic_unaligned_lock);
+	return old;
+}
+
+/* Responder of an RFC 7306 Atomic Request (QN 1, engine thread): check
+ * the target as a Read source is checked (RDMAP Remote Protection codes,
+ * REMOTE_ATOMIC instead of REMOTE_READ; an unaligned TO is RDMAP/2/0xff),
+ * carry it out, queue the Atomic Response behind earlier Read Responses. */
+static void deliver_atomic_req(struct xs_qp *q, const struct ddp_delivery *d)
+{
+	struct xs_conn *c = qp_conn(q);
+	struct rdmap_atomic_req ar;
+	struct xs_err err;
+	uint8_t *dst = NULL;
+	int rc;
+
+	rc = rdmap_atomic_req_decode(d->addr, d->msg_len, &ar, &err);
+	if (rc == 0)
+		rc = rdmap_atomic_req_check(&ar, &err);
+	if (rc == 0)
+		rc = xs_mr_resolve(q->qp.pd, ar.stag, ar.to, RDMAP_ATOMIC_SIZE,
+				   XS_ACCESS_REMOTE_ATOMIC, &dst, &err);
+	if (rc == 0) {
+		uint64_t old = atomic_carry_out(&ar, dst);
+
+		rc = xs_conn_atomic_resp(c, ar.req_id, old);
+		if (rc < 0) /* beyond IRD: no buffer for it, as for a Read */
+			xs_err_set(&err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_NO_BUFFER);
+	}
+	if (rc == 0) {
+		if (ddp_queue_post(&q->rrq, d->addr, q->ird_buf_len, NULL) < 0)
+			xs_log("QP %u: IRD buffer lost\n", q->qp.qp_num);
+		return;
+	}
+	/* the Terminate names the request by its DDP header (its RDMAP
+	 * header does not fit the 28 octets a Terminate carries) */
+	struct rdmap_term t;
+
+	term_untagged(&t, &err, RDMAP_OP_ATOMIC_REQ, RDMAP_QN_READ_REQ, d);
+	qp_terminate(q, &t);
+}
+
+/* Requester: an Atomic Response (QN 3) completes the oldest Atomic, which
+ * must be at the head of the send FIFO (responses come in request order,
+ * Read Responses included) and carry its Request Identifier. */
+static void deliver_atomic_resp(struct xs_qp *q, const struct ddp_delivery *d)
+{
+	struct rdmap_atomic_resp resp;
+	struct xs_err err;
+	bool ok = false;
+
+	if (rdmap_atomic_resp_decode(d->addr, d->msg_len, &resp, &err) == 0) {
+		pthread_mutex_lock(&q->rd_lock);
+		if (q->rd_count && q->sq[q->sq_head].atomic &&
+		    q->sq[q->sq_head].req_id == resp.req_id) {
+			struct xs_sqe *e = &q->sq[q->sq_head];
+
+			/* host order in the local buffer, as other providers */
+			memcpy(e->result, &resp.value, sizeof(resp.value));
+			if (e->signaled)
+				push_wc(q->qp.send_cq, q, e->wr_id, e->op, IBV_WC_SUCCESS,
+					RDMAP_ATOMIC_SIZE);
+			sq_pop(q);
+			sq_drain(q);
+			pthread_cond_broadcast(&q->rd_cond);
+			ok = true;
+		}
+		pthread_mutex_unlock(&q->rd_lock);
+		if (!ok)
+			xs_err_set(&err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				   RDMAP_ECODE_UNEXPECTED_OP);
+	}
+	if (ok) {
+		if (ddp_queue_post(&q->arq, d->addr, RDMAP_ATOMIC_RESP_LEN, NULL) < 0)
+			xs_log("QP %u: Atomic Response buffer lost\n", q->qp.qp_num);
+		return;
+	}
+	struct rdmap_term t;
+
+	term_untagged(&t, &err, RDMAP_OP_ATOMIC_RESP, RDMAP_QN_ATOMIC_RESP, d);
+	qp_terminate(q, &t);
+}
+
 static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 {
 	struct xs_conn *c = qp_conn(q);
@@ -611,6 +759,10 @@ static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 
 	if (qp_state(q) != IBV_QPS_RTS && qp_state(q) != IBV_QPS_SQD)
 		return; /* in error: the stream is going away */
+	if ((d->rsvdulp & RDMAP_OPCODE_MASK) == RDMAP_OP_ATOMIC_REQ) {
+		deliver_atomic_req(q, d);
+		return;
+	}
 	rc = rdmap_read_req_decode(d->addr, d->msg_len, &rr, &err);
 	if (rc == 0)
 		rc = xs_mr_resolve(q->qp.pd, rr.src_stag, rr.src_to, rr.size, XS_ACCESS_REMOTE_READ,
@@ -622,7 +774,7 @@ static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 	}
 	if (rc == 0) {
 		/* the 28 octets were decoded: the buffer serves the next one */
-		if (ddp_queue_post(&q->rrq, d->addr, RDMAP_READ_REQ_LEN, NULL) < 0)
+		if (ddp_queue_post(&q->rrq, d->addr, q->ird_buf_len, NULL) < 0)
 			xs_log("QP %u: IRD buffer lost\n", q->qp.qp_num);
 		return;
 	}
@@ -644,10 +796,16 @@ static void qp_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struc
 
 	switch (qn) {
 	case RDMAP_QN_SEND:
-		deliver_send(q, op, d);
+		if (op == RDMAP_OP_IMM_DATA || op == RDMAP_OP_IMM_DATA_SE)
+			deliver_imm(q, op, d);
+		else
+			deliver_send(q, op, d);
 		break;
 	case RDMAP_QN_READ_REQ:
 		deliver_read_req(q, d);
+		break;
+	case RDMAP_QN_ATOMIC_RESP:
+		deliver_atomic_resp(q, d);
 		break;
 	case RDMAP_QN_TERMINATE:
 		/* the failed upcall follows; keep the cause for the completions */
@@ -886,6 +1044,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (q->rx_extra) {
 		ddp_queue_destroy(&q->rrq);
 		ddp_queue_destroy(&q->tq);
+		ddp_queue_destroy(&q->arq);
 	}
 	xs_cq_clean_qp(ibqp->send_cq, ibqp->qp_num);
 	if (ibqp->recv_cq != ibqp->send_cq)
@@ -901,6 +1060,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&q->rd_lock);
 	pthread_cond_destroy(&q->rd_cond);
 	free(q->ird_bufs);
+	free(q->arq_bufs);
 	free(q->sq);
 	free(q->rwr);
 	free(q->sgs);
@@ -1060,7 +1220,9 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 		return -EINVAL;
 	if (qp_conn(q) || q->rx_extra)
 		return -EBUSY;
-	q->ird_bufs = malloc((size_t)ird * RDMAP_READ_REQ_LEN);
+	q->ext = agreed->rdmap_ext;
+	q->ird_buf_len = xs_ird_buf_len(agreed);
+	q->ird_bufs = malloc((size_t)ird * q->ird_buf_len);
 	if (!q->ird_bufs)
 		return -ENOMEM;
 	if (ddp_queue_init(&q->rrq, RDMAP_QN_READ_REQ, XS_MAX_IRD, 1) < 0)
@@ -1069,10 +1231,24 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 		ddp_queue_destroy(&q->rrq);
 		goto nomem;
 	}
+	if (q->ext) {
+		/* one Atomic Response buffer per Atomic outstanding (ORD) */
+		q->arq_bufs = malloc((size_t)ord * RDMAP_ATOMIC_RESP_LEN);
+		if (!q->arq_bufs || ddp_queue_init(&q->arq, RDMAP_QN_ATOMIC_RESP, XS_MAX_ORD, 1) < 0) {
+			ddp_queue_destroy(&q->rrq);
+			ddp_queue_destroy(&q->tq);
+			free(q->arq_bufs);
+			q->arq_bufs = NULL;
+			goto nomem;
+		}
+		for (unsigned i = 0; i < ord; i++)
+			ddp_queue_post(&q->arq, q->arq_bufs + (size_t)i * RDMAP_ATOMIC_RESP_LEN,
+				       RDMAP_ATOMIC_RESP_LEN, NULL);
+	}
 	q->rx_extra = true;
 	for (unsigned i = 0; i < ird; i++)
-		ddp_queue_post(&q->rrq, q->ird_bufs + (size_t)i * RDMAP_READ_REQ_LEN,
-			       RDMAP_READ_REQ_LEN, NULL);
+		ddp_queue_post(&q->rrq, q->ird_bufs + (size_t)i * q->ird_buf_len, q->ird_buf_len,
+			       NULL);
 	for (unsigned i = 0; i < XS_TERM_BUFS; i++)
 		ddp_queue_post(&q->tq, q->term_bufs[i], XS_TERM_BUF, NULL);
 	pthread_mutex_lock(&q->rd_lock);
@@ -1082,13 +1258,17 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 	pthread_mutex_lock(&q->rx_lock);
 	__atomic_store_n(&q->conn, c, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&q->rx_lock);
-	rc = xs_conn_attach(c, &xs_qp_conn_ops, q, &q->rq, &q->rrq, &q->tq);
+	rc = xs_conn_attach(c, &xs_qp_conn_ops, q, &q->rq, &q->rrq, &q->tq, q->ext ? &q->arq : NULL);
 	if (rc < 0) {
 		pthread_mutex_lock(&q->rx_lock);
 		__atomic_store_n(&q->conn, NULL, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&q->rx_lock);
 		ddp_queue_destroy(&q->rrq);
 		ddp_queue_destroy(&q->tq);
+		ddp_queue_destroy(&q->arq);
+		free(q->arq_bufs);
+		q->arq_bufs = NULL;
+		q->ext = false;
 		q->rx_extra = false;
 		free(q->ird_bufs);
 		q->ird_bufs = NULL;
@@ -1275,6 +1455,89 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 	return 0;
 }
 
+/* RFC 7306 Atomic (the connection agreed on it): 8 octets at an 8-aligned
+ * remote address (EINVAL otherwise, at post time), the old value into
+ * the one local SGE of 8 octets.  It waits in the send FIFO like a Read
+ * and counts against ORD with them; its Atomic Response completes it. */
+static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_wr *wr,
+		       enum ibv_wc_opcode wop, bool signaled)
+{
+	struct rdmap_atomic_req ar = {
+		.stag = wr->wr.atomic.rkey,
+		.to = wr->wr.atomic.remote_addr,
+	};
+	struct ibv_sge s;
+	struct xs_sqe *e;
+	unsigned limit;
+	uint8_t *res;
+
+	if (wr->num_sge != 1)
+		return EINVAL;
+	s = sge_get(wr->sg_list, 0);
+	if (s.length != RDMAP_ATOMIC_SIZE || ar.to % RDMAP_ATOMIC_SIZE)
+		return EINVAL;
+	if (wop == IBV_WC_COMP_SWAP) {
+		/* masks all ones: the whole word compares and takes swap */
+		ar.op = RDMAP_ATOMIC_CMP_SWAP;
+		ar.compare = wr->wr.atomic.compare_add;
+		ar.compare_mask = UINT64_MAX;
+		ar.add_swap = wr->wr.atomic.swap;
+		ar.add_swap_mask = UINT64_MAX;
+	} else {
+		ar.op = RDMAP_ATOMIC_FETCH_ADD; /* Add Mask 0: a plain 64-bit add */
+		ar.add_swap = wr->wr.atomic.compare_add;
+	}
+	res = xs_mr_local(q->qp.pd, s.lkey, s.addr, s.length, true);
+	if (!res)
+		return send_local_error(q, wr, wop, IBV_WC_LOC_PROT_ERR);
+	pthread_mutex_lock(&q->rd_lock);
+	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+	if (!limit)
+		limit = 1;
+	while (q->rd_count >= limit && qp_state(q) == IBV_QPS_RTS)
+		pthread_cond_wait(&q->rd_cond, &q->rd_lock);
+	if (qp_state(q) != IBV_QPS_RTS) {
+		pthread_mutex_unlock(&q->rd_lock);
+		sq_complete(q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0, true);
+		return 0;
+	}
+	if (sq_reserve(q, 1)) {
+		pthread_mutex_unlock(&q->rd_lock);
+		return ENOMEM;
+	}
+	ar.req_id = q->atomic_id++;
+	e = sq_at(q, q->sq_count);
+	*e = (struct xs_sqe){
+		.wr_id = wr->wr_id,
+		.len = RDMAP_ATOMIC_SIZE,
+		.op = wop,
+		.read = true,
+		.atomic = true,
+		.signaled = signaled,
+		.req_id = ar.req_id,
+		.result = res,
+	};
+	q->sq_count++;
+	q->rd_count++;
+	pthread_mutex_unlock(&q->rd_lock);
+	if (xs_conn_atomic_req(c, &ar) < 0)
+		qp_enter_error(q, false, NULL); /* flushes this Atomic too */
+	return 0;
+}
+
+/* The Immediate Data message of a WR with imm (8 octets: xsock's layout
+ * in iwarp/rdmap_ext_wire.h). */
+static int send_imm(struct xs_conn *c, const struct ibv_send_wr *wr, bool attached, bool se)
+{
+	uint8_t body[RDMAP_IMM_LEN] = { 0 };
+	struct iovec iov = { body, sizeof(body) };
+
+	memcpy(body, &wr->imm_data, sizeof(wr->imm_data)); /* already network order */
+	if (attached)
+		body[RDMAP_IMM_XS_FLAGS] = RDMAP_IMM_XS_ATTACHED;
+	return xs_conn_send(c, se ? RDMAP_OP_IMM_DATA_SE : RDMAP_OP_IMM_DATA, 0, &iov, 1);
+}
+
 /* A chain of Sends and Writes posted corked (xs_conn_cork): their FPDUs
  * leave in one sendmsg, and their completions wait for it. */
 #define XS_CORK_WRS 16
@@ -1344,9 +1607,28 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	case IBV_WR_RDMA_READ:
 		wop = IBV_WC_RDMA_READ;
 		break;
-	default: /* immediate data (iWARP has none), atomics, MW, TSO */
+	case IBV_WR_SEND_WITH_IMM:
+		wop = IBV_WC_SEND;
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		wop = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		wop = IBV_WC_COMP_SWAP;
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		wop = IBV_WC_FETCH_ADD;
+		break;
+	default: /* MW, TSO */
 		return EINVAL;
 	}
+	/* RFC 7306 operations on a connection that did not agree on them
+	 * (a siw peer, XSOCK_RDMAP_EXT=0, or not connected yet): EOPNOTSUPP,
+	 * as for a valid WR the device cannot carry here */
+	if ((wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	     wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+	    !__atomic_load_n(&q->ext, __ATOMIC_ACQUIRE))
+		return EOPNOTSUPP;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
 		return EINVAL;
 	if (st == IBV_QPS_ERR) {
@@ -1361,6 +1643,8 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		return ENOTCONN;
 	if (wr->opcode == IBV_WR_RDMA_READ)
 		return post_read(q, c, wr, signaled);
+	if (wop == IBV_WC_COMP_SWAP || wop == IBV_WC_FETCH_ADD)
+		return post_atomic(q, c, wr, wop, signaled);
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		for (int i = 0; i < wr->num_sge; i++) {
 			const struct ibv_sge sv = sge_get(wr->sg_list, i), *s = &sv;
@@ -1396,7 +1680,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	}
 	/* a Write whose remote range runs past 2^64 cannot be segmented (DDP
 	 * TOs would wrap): refused like other malformed WRs */
-	if (wr->opcode == IBV_WR_RDMA_WRITE && total &&
+	if ((wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) && total &&
 	    wr->wr.rdma.remote_addr > UINT64_MAX - (total - 1))
 		return EINVAL;
 	/* the peer may answer as soon as the data is out: its completion's
@@ -1417,6 +1701,21 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	case IBV_WR_SEND_WITH_INV:
 		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE_INV : RDMAP_OP_SEND_INV,
 				  wr->invalidate_rkey, iov, n);
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		/* the Immediate Data right before its Send (sq_lock held: no
+		 * other message of ours on QN 0 comes between) */
+		rc = send_imm(c, wr, true, false);
+		if (rc == 0)
+			rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		/* the Write, then the Immediate Data that completes a receive
+		 * (it arrives after every octet of the Write: TCP order) */
+		rc = xs_conn_tagged(c, RDMAP_OP_WRITE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+				    iov, n);
+		if (rc == 0)
+			rc = send_imm(c, wr, false, se);
 		break;
 	default:
 		rc = xs_conn_tagged(c, RDMAP_OP_WRITE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,

@@ -117,16 +117,33 @@ static void qpx_refuse(struct ibv_qp_ex *qx)
 	wrb_fail(wrb_of(qx), EOPNOTSUPP);
 }
 
+/* RFC 7306 operations: posted as their ibv_send_wr (EOPNOTSUPP from
+ * ibv_wr_complete on a connection that did not agree on them) */
 static void qpx_atomic_cmp_swp(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t remote_addr,
 			       uint64_t compare, uint64_t swap)
 {
-	qpx_refuse(qx);
+	struct ibv_send_wr *w =
+		wrb_new(qx, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = remote_addr;
+		w->wr.atomic.compare_add = compare;
+		w->wr.atomic.swap = swap;
+	}
 }
 
 static void qpx_atomic_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t remote_addr,
 				 uint64_t add)
 {
-	qpx_refuse(qx);
+	struct ibv_send_wr *w =
+		wrb_new(qx, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = remote_addr;
+		w->wr.atomic.compare_add = add;
+	}
 }
 
 static void qpx_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
@@ -143,12 +160,22 @@ static void qpx_local_inv(struct ibv_qp_ex *qx, uint32_t invalidate_rkey)
 static void qpx_rdma_write_imm(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t remote_addr,
 			       __be32 imm_data)
 {
-	qpx_refuse(qx);
+	struct ibv_send_wr *w =
+		wrb_new(qx, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = remote_addr;
+		w->imm_data = imm_data;
+	}
 }
 
 static void qpx_send_imm(struct ibv_qp_ex *qx, __be32 imm_data)
 {
-	qpx_refuse(qx);
+	struct ibv_send_wr *w = wrb_new(qx, IBV_WR_SEND_WITH_IMM, IBV_QP_EX_WITH_SEND_WITH_IMM);
+
+	if (w)
+		w->imm_data = imm_data;
 }
 
 static void qpx_send_tso(struct ibv_qp_ex *qx, void *hdr, uint16_t hdr_sz, uint16_t mss)

@@ -102,6 +102,8 @@ static void xs_config_load(void)
 	v = getenv("XSOCK_RNR_MS");
 	if (v && *v)
 		xs_cfg.rnr_ms = env_ms("XSOCK_RNR_MS", 60000);
+	/* RFC 7306: agreed only when the peer (another xsock) answers it */
+	xs_cfg.rdmap_ext = env_bool("XSOCK_RDMAP_EXT", true);
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

@@ -58,12 +58,17 @@ enum conn_state {
 #define XS_CORK_BUF 2048
 #define XS_HS_MAX (MPA_RR_HDR_LEN + MPA_PD_MAX)
 
-/* One queued RDMA Read Response (responder side). */
+/* One queued RDMA Read Response or RFC 7306 Atomic Response (responder
+ * side): both count against the IRD and leave in the order their
+ * requests came. */
 struct xs_rresp {
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	const uint8_t *src;
 	uint32_t len;
+	bool atomic; /* an Atomic Response: req_id, value */
+	uint32_t req_id;
+	uint64_t value;
 };
 
 /* io_uring user_data tags (low bits of the object pointer) */
@@ -194,6 +199,7 @@ struct xs_conn {
 	uint8_t cork_buf[XS_CORK_BUF];
 	struct xs_rresp rr[XS_RR_MAX];
 	unsigned rr_head, rr_count;
+	uint8_t ar_body[RDMAP_ATOMIC_RESP_LEN]; /* the Atomic Response going out */
 	struct ddp_segmenter rr_seg;
 	bool rr_active;
 
@@ -905,25 +911,46 @@ int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 	return rc;
 }
 
-int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
-		      const uint8_t *src, uint32_t len)
+int xs_conn_atomic_req(struct xs_conn *c, const struct rdmap_atomic_req *r)
+{
+	int rc = tx_acquire(c);
+
+	if (rc < 0)
+		return rc;
+	rc = iw_tx_atomic_req(&c->tx, r);
+	tx_release(c);
+	return rc;
+}
+
+static int rr_queue(struct xs_conn *c, const struct xs_rresp *in)
 {
 	pthread_mutex_lock(&c->tx_mu);
 	if (c->rr_count >= XS_RR_MAX || c->rr_count >= (unsigned)c->agreed.ird + 1) {
 		pthread_mutex_unlock(&c->tx_mu);
 		return -ENOSPC;
 	}
-	struct xs_rresp *r = &c->rr[(c->rr_head + c->rr_count) % XS_RR_MAX];
-	r->sink_stag = sink_stag;
-	r->sink_to = sink_to;
-	r->src = src;
-	r->len = len;
+	c->rr[(c->rr_head + c->rr_count) % XS_RR_MAX] = *in;
 	c->rr_count++;
 	pthread_mutex_unlock(&c->tx_mu);
 	/* on the engine thread the pump runs after this round of input */
 	if (!on_engine_thread)
 		conn_command(c, CMD_TX);
 	return 0;
+}
+
+int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
+		      const uint8_t *src, uint32_t len)
+{
+	struct xs_rresp r = { .sink_stag = sink_stag, .sink_to = sink_to, .src = src, .len = len };
+
+	return rr_queue(c, &r);
+}
+
+int xs_conn_atomic_resp(struct xs_conn *c, uint32_t req_id, uint64_t value)
+{
+	struct xs_rresp r = { .atomic = true, .req_id = req_id, .value = value };
+
+	return rr_queue(c, &r);
 }
 
 /* Engine: write the rest of the current FPDU without blocking.  1 when it
@@ -950,6 +977,33 @@ static int engine_flush_rem(struct xs_conn *c)
 	return 1;
 }
 
+/* Engine: frame the queued Atomic Response into tx_rem (its body in
+ * c->ar_body, which lives until the next one). */
+static int engine_atomic_resp_fpdu(struct xs_conn *c, const struct xs_rresp *r)
+{
+	struct rdmap_atomic_resp ar = { .req_id = r->req_id, .value = r->value };
+	uint8_t *hdr = c->tx.frame.hdr + MPA_HDR_LEN;
+	struct ddp_hdr h;
+	int rc;
+
+	rdmap_atomic_resp_encode(&ar, c->ar_body);
+	iw_tx_atomic_resp_hdr(&c->tx, &h);
+	struct iovec ulp[2] = {
+		{ hdr, ddp_hdr_encode(&h, hdr) },
+		{ c->ar_body, sizeof(c->ar_body) },
+	};
+	rc = mpa_tx_frame(&c->tx.mpa, ulp, 2, &c->tx.frame);
+	if (rc < 0)
+		return rc;
+	memcpy(c->tx_rem, c->tx.frame.iov, (size_t)c->tx.frame.iovcnt * sizeof(struct iovec));
+	c->tx_remcnt = c->tx.frame.iovcnt;
+	pthread_mutex_lock(&c->tx_mu);
+	c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
+	c->rr_count--;
+	pthread_mutex_unlock(&c->tx_mu);
+	return 0;
+}
+
 /* Engine: frame the next Read Response segment into tx_rem. */
 static int engine_next_rr_fpdu(struct xs_conn *c)
 {
@@ -958,6 +1012,8 @@ static int engine_next_rr_fpdu(struct xs_conn *c)
 	size_t off, len;
 	int rc;
 
+	if (r->atomic)
+		return engine_atomic_resp_fpdu(c, r);
 	if (!c->rr_active) {
 		struct ddp_hdr tmpl = { .tagged = true, .dv = DDP_VERSION,
 					.rsvdulp = rdmap_ctrl_encode(RDMAP_OP_READ_RESP),
@@ -1103,7 +1159,7 @@ static bool rtr_untagged(struct xs_conn *c, uint32_t qn, const struct ddp_delive
 		return false;
 	if (qn == RDMAP_QN_READ_REQ && rdmap_read_req_decode(d->addr, d->msg_len, &rr, &err) == 0 &&
 	    rr.size == 0) {
-		if (ddp_queue_post(c->q_readreq, d->addr, RDMAP_READ_REQ_LEN, NULL) < 0)
+		if (ddp_queue_post(c->q_readreq, d->addr, xs_ird_buf_len(&c->agreed), NULL) < 0)
 			xs_log("P2P: IRD buffer lost");
 		if (!on_engine_thread) {
 			pthread_mutex_lock(&c->tx_mu);
@@ -1480,6 +1536,7 @@ static void stream_setup(struct xs_conn *c)
 		   conn_write_blocking, c);
 	iw_rx_init(&c->rx, c->agreed.markers_rx, c->agreed.crc, 0, conn_resolve, c, &conn_rx_ops, c);
 	c->rx.rnr = xs_config()->rnr_ms > 0;
+	c->rx.ext = c->agreed.rdmap_ext;
 }
 
 /* Initiator in peer-to-peer mode: the RTR is the first FPDU (RFC 6581 4),
@@ -2379,7 +2436,7 @@ void xs_conn_rx_unlock(struct xs_conn *c)
 
 int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 		   struct ddp_queue *q_send, struct ddp_queue *q_readreq,
-		   struct ddp_queue *q_term)
+		   struct ddp_queue *q_term, struct ddp_queue *q_aresp)
 {
 	if (c->state != CONN_ACCEPTED)
 		return -EINVAL;
@@ -2397,6 +2454,8 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	ddp_rx_add_queue(&c->rx.ddp, q_readreq);
 	c->q_readreq = q_readreq;
 	ddp_rx_add_queue(&c->rx.ddp, q_term);
+	if (q_aresp)
+		ddp_rx_add_queue(&c->rx.ddp, q_aresp);
 	c->state = CONN_ESTABLISHED;
 	if (!on_engine_thread)
 		pthread_mutex_unlock(&c->rx_mu);

@@ -69,6 +69,9 @@ struct xs_config {
 	/* XSOCK_RNR_MS: a Send that arrives before its receive is posted
 	 * waits this long for one (default 1000, 0 = Terminate at once) */
 	unsigned rnr_ms;
+	/* XSOCK_RDMAP_EXT: announce RFC 7306 (immediate data, atomics) in
+	 * the MPA exchange (default 1; agreed only with another xsock) */
+	bool rdmap_ext;
 };
 
 const struct xs_config *xs_config(void);
@@ -114,6 +117,7 @@ enum xs_access_kind {
 	XS_ACCESS_REMOTE_WRITE, /* tagged RDMA Write placement */
 	XS_ACCESS_REMOTE_READ, /* source of a Read Response we send */
 	XS_ACCESS_READ_SINK, /* sink of a Read Response we receive (local write) */
+	XS_ACCESS_REMOTE_ATOMIC, /* target of an RFC 7306 Atomic we carry out */
 };
 int xs_mr_resolve(struct ibv_pd *pd, uint32_t stag, uint64_t to, uint64_t len,
 		  enum xs_access_kind kind, uint8_t **dst, struct xs_err *err);
@@ -153,7 +157,17 @@ struct xs_conn_ops {
  * engine starts receiving.  The QP keeps tx through xs_conn_tx_*. */
 int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 		   struct ddp_queue *q_send, struct ddp_queue *q_readreq,
-		   struct ddp_queue *q_term);
+		   struct ddp_queue *q_term, struct ddp_queue *q_aresp);
+/* q_aresp: QN 3 (Atomic Responses, one 12-octet buffer per ORD), only on
+ * a connection that agreed on RFC 7306 (NULL otherwise: an Atomic
+ * Response is then an unexpected opcode anyway). */
+
+/* The size of an IRD buffer (QN 1): a Read Request's 28 octets, or an
+ * Atomic Request's 52 once RFC 7306 is agreed.  Any thread, no lock. */
+static inline uint32_t xs_ird_buf_len(const struct mpa_agreed *a)
+{
+	return a->rdmap_ext ? RDMAP_ATOMIC_REQ_LEN : RDMAP_READ_REQ_LEN;
+}
 
 /* The engine holds this lock while it feeds received bytes to the stream
  * (placement into the QP's DDP queues); post_recv takes it to append to
@@ -172,6 +186,9 @@ int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
 		   const struct iovec *iov, int cnt);
 int xs_conn_read_req(struct xs_conn *c, const struct rdmap_read_req *rr);
+/* RFC 7306 Atomic Request (QN 1), as xs_conn_read_req: the caller's
+ * thread, tx taken for the call; 0 or -errno. */
+int xs_conn_atomic_req(struct xs_conn *c, const struct rdmap_atomic_req *r);
 /* A chain of Sends and Writes posted together leaves in one sendmsg:
  * xs_conn_cork takes the transmit side for this thread (0 or -EPIPE), the
  * xs_conn_send/xs_conn_tagged calls that follow on this thread gather
@@ -193,6 +210,11 @@ int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t);
  * the agreed IRD. */
 int xs_conn_read_resp(struct xs_conn *c, uint32_t sink_stag, uint64_t sink_to,
 		      const uint8_t *src, uint32_t len);
+/* Responder side of an RFC 7306 Atomic (deliver on QN 1, the operation
+ * already carried out): queue its Atomic Response (QN 3) with the word's
+ * original value, in order with the queued Read Responses and counted
+ * against the same IRD.  Same thread and return as xs_conn_read_resp. */
+int xs_conn_atomic_resp(struct xs_conn *c, uint32_t req_id, uint64_t value);
 
 /* The fast path of a polling application thread (ibv_poll_cq on an empty
  * CQ, the brief spin of ibv_get_cq_event): receive what the socket already

@@ -22,6 +22,7 @@ static bool frames_equal(const struct mpa_frame *a, const struct mpa_frame *b)
 {
 	return a->type == b->type && a->markers == b->markers && a->crc == b->crc &&
 	       a->reject == b->reject && a->enhanced == b->enhanced && a->res_bits == b->res_bits &&
+	       a->rdmap_ext == b->rdmap_ext &&
 	       a->rev == b->rev && a->ird == b->ird && a->ord == b->ord && a->p2p == b->p2p &&
 	       a->rtr_send == b->rtr_send && a->rtr_write == b->rtr_write &&
 	       a->rtr_read == b->rtr_read && a->pdata_len == b->pdata_len &&

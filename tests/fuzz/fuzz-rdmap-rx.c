@@ -12,7 +12,8 @@
  *        bit 2 Markers; bits 3-4 chunking (whole / one octet / sizes from
  *        c[1] / c[1]-sized chunks with direct placement via iw_rx_direct)
  *        bits 5-7 posted Send buffer sizes
- *   c[1] chunk size; c[2] region size; c[3] max_ulpdu / 256 (0 = 65535)
+ *   c[1] chunk size; c[2] region size (bit 0: RFC 7306 agreed); c[3]
+ *   max_ulpdu / 256 (0 = 65535)
  * Every region and posted buffer is a heap block of exactly its size. */
 #include "config.h"
 
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "iwarp/iw_stream.h"
+#include "iwarp/rdmap_ext.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NREG 2
@@ -83,6 +85,42 @@ static void check_read_req(const uint8_t *p, uint32_t len)
 	FUZZ_ASSERT(memcmp(re, p, RDMAP_READ_REQ_LEN) == 0);
 }
 
+/* RFC 7306 bodies: what decodes re-encodes to the same octets (the
+ * Atomic Request's reserved bits excepted), anything else is a Terminate
+ * triple, and an atomic on any word never faults */
+static void check_ext(const uint8_t *p, size_t len)
+{
+	struct xs_err err = { 0xff, 0xff, 0xff };
+	struct rdmap_atomic_req ar;
+	struct rdmap_atomic_resp rs;
+	uint64_t imm;
+
+	if (rdmap_imm_decode(p, len, &imm, &err) == 0) {
+		uint8_t re[RDMAP_IMM_LEN];
+		rdmap_imm_encode(imm, re);
+		FUZZ_ASSERT(len == RDMAP_IMM_LEN && memcmp(re, p, len) == 0);
+	} else {
+		FUZZ_ASSERT(err.layer != 0xff);
+	}
+	int rc = rdmap_atomic_req_decode(p, len, &ar, &err);
+	if (rc == 0) {
+		uint8_t re[RDMAP_ATOMIC_REQ_LEN];
+		uint64_t word = imm;
+		rdmap_atomic_req_encode(&ar, re);
+		FUZZ_ASSERT(memcmp(re + 4, p + 4, RDMAP_ATOMIC_REQ_LEN - 4) == 0);
+		FUZZ_ASSERT((re[3] & 0x0f) == (p[3] & 0x0f));
+		(void)rdmap_atomic_req_check(&ar, &err);
+		(void)rdmap_atomic_apply(&ar, &word);
+	} else {
+		FUZZ_ASSERT(rc == -EPROTO && err.layer == XS_LAYER_RDMAP);
+	}
+	if (rdmap_atomic_resp_decode(p, len, &rs, &err) == 0) {
+		uint8_t re[RDMAP_ATOMIC_RESP_LEN];
+		rdmap_atomic_resp_encode(&rs, re);
+		FUZZ_ASSERT(memcmp(re, p, len) == 0);
+	}
+}
+
 static bool term_equal(const struct rdmap_term *a, const struct rdmap_term *b)
 {
 	return a->cause.layer == b->cause.layer && a->cause.etype == b->cause.etype &&
@@ -127,6 +165,14 @@ static void on_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const struc
 
 	FUZZ_ASSERT(qn < 3);
 	const struct posted *b = d->cookie;
+	if (op == RDMAP_OP_IMM_DATA || op == RDMAP_OP_IMM_DATA_SE) {
+		/* RFC 7306 (c[2] bit 0): its 8 octets are the stream's, the
+		 * buffer (none when attached to a Send) gets nothing */
+		FUZZ_ASSERT(qn == RDMAP_QN_SEND && d->msg_len == RDMAP_IMM_LEN && d->addr);
+		FUZZ_ASSERT(!b || (b >= o->bufs[0] && b < o->bufs[0] + NBUF));
+		o->delivered[qn]++;
+		return;
+	}
 	FUZZ_ASSERT(b && b->addr == d->addr && d->msg_len <= b->len);
 	switch (op) {
 	case RDMAP_OP_SEND:
@@ -182,6 +228,7 @@ static void owner_init(struct owner *o, struct iw_rx *rx, const uint8_t *c)
 		o->reg[i].mem = alloc_exact(o->reg[i].len);
 	iw_rx_init(rx, c[0] & 4, (c[0] & 3) == 1 || (c[0] & 3) == 2, (size_t)c[3] * 256, resolve, o,
 		   &ops, o);
+	rx->ext = c[2] & 1; /* RFC 7306 opcodes agreed */
 	for (uint32_t qn = 0; qn < 3; qn++) {
 		FUZZ_ASSERT(ddp_queue_init(&o->q[qn], qn, NBUF, 1) == 0);
 		FUZZ_ASSERT(ddp_rx_add_queue(&rx->ddp, &o->q[qn]) == 0);
@@ -259,6 +306,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 4)
 		return 0;
 	const uint8_t *c = data;
+	check_ext(data + 4, size - 4 < 64 ? size - 4 : 64);
 	unsigned mode = c[0] & 3, chunking = (c[0] >> 3) & 3;
 	bool markers = c[0] & 4;
 	size_t len = size - 4;
