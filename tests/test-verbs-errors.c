@@ -433,16 +433,18 @@ out:
 		xs_test_failures++;
 		goto out2;
 	}
-	struct ibv_sge rsg = { .addr = (uintptr_t)(c.mem + GUARD), .length = TLEN,
+	/* the Read's target and what the Send and Write carry do not overlap:
+	 * the Send goes out while the Read's Response may be landing (TSan) */
+	struct ibv_sge rsg = { .addr = (uintptr_t)(c.mem + GUARD), .length = TLEN / 2,
 			       .lkey = c.mr[T_RW]->lkey };
-	struct ibv_sge ssg = { .addr = (uintptr_t)(c.mem + GUARD), .length = 64,
+	struct ibv_sge ssg = { .addr = (uintptr_t)(c.mem + GUARD + TLEN / 2), .length = 64,
 			       .lkey = c.mr[T_RW]->lkey };
 	for (int round = 0; round < 20; round++) {
 		CHECK(post1(c.id->qp, 20, IBV_WR_RDMA_READ, &rsg, 1, s.mr[T_RW]->rkey,
 			    (uintptr_t)s.mr[T_RW]->addr, 0) == 0);
 		CHECK(post1(c.id->qp, 21, IBV_WR_SEND, &ssg, 1, 0, 0, 0) == 0);
 		CHECK(post1(c.id->qp, 22, IBV_WR_RDMA_WRITE, &ssg, 1, s.mr[T_RW]->rkey,
-			    (uintptr_t)s.mr[T_RW]->addr, 0) == 0);
+			    (uintptr_t)s.mr[T_RW]->addr + TLEN / 2, 0) == 0);
 		n = poll_n(c.scq, wc, 3, 2000);
 		CHECK_EQ_U(n, 3);
 		for (int i = 0; i < n; i++)
