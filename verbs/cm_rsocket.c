@@ -206,9 +206,15 @@ XS_EXPORT int rshutdown(int socket, int how)
 	return XSK_CALL(shutdown, socket, how);
 }
 
+/* librdmacm returns EBADF itself (not -1) for an fd that is no rsocket,
+ * and leaves that fd open: so do we (tests/test-verbs-sweep.c). */
 XS_EXPORT int rclose(int socket)
 {
-	return XSK_CALL(close, socket);
+	if (!xsk_ready())
+		return -1;
+	if (!rs_is_rsocket(socket))
+		return EBADF;
+	return xsk.close(socket);
 }
 
 XS_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
