@@ -1112,9 +1112,15 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	return nfd;
 }
 
+/* Our own accept4 and close, bound inside the library: libiwarp's rsocket
+ * calls dlopen libxsock RTLD_LOCAL (verbs/cm_rsocket.c), and a call through
+ * the PLT would then find libc's first in the global scope. */
+int xsk_accept4_own(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+	__attribute__((alias("accept4"), visibility("hidden")));
+
 XSK_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	return accept4(fd, addr, len, 0);
+	return xsk_accept4_own(fd, addr, len, 0);
 }
 
 /* ---- data ------------------------------------------------------------------------ */
@@ -1561,6 +1567,7 @@ int xsk_tab_adopt(int fd, struct xsk *s)
 
 /* ---- fd management ---------------------------------------------------------------- */
 
+
 XSK_EXPORT int close(int fd)
 {
 	if (lookup(fd) || ((unsigned)fd < (unsigned)tab_n && atomic_load(&tab[fd].ep)))
@@ -1575,12 +1582,14 @@ XSK_EXPORT int close(int fd)
  * as close(2) does (the rsockets DISCONNECT, then the engine drains until
  * the peer's FIN: libiwarp's exit wait), after stdio has flushed into
  * them. */
+int xsk_close_own(int fd) __attribute__((alias("close"), visibility("hidden")));
+
 static void exit_close(void)
 {
 	fflush(NULL);
 	for (int fd = 0; fd < tab_hi && fd < tab_n; fd++)
 		if (atomic_load(&tab[fd].s))
-			close(fd);
+			xsk_close_own(fd);
 }
 
 /* _exit skips atexit and destructors, but a process that owns IWARP

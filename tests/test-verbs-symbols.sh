@@ -1,6 +1,7 @@
 #!/bin/sh
 # libiwarp exports the verbs entry points under rdma-core's version nodes
 # (a preload is only used if the versions match: see /work/shared/notes).
+# The rsocket calls (verbs/cm_rsocket.c) and the multicast refusals too.
 so="${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so"
 command -v nm >/dev/null 2>&1 || exit 77
 [ -f "$so" ] || { echo "no $so"; exit 99; }
@@ -13,7 +14,9 @@ for s in ibv_get_device_list@@IBVERBS_1.1 ibv_open_device@@IBVERBS_1.1 \
 	ibv_read_sysfs_file@@IBVERBS_1.0 ibv_get_device_index@@IBVERBS_1.9 \
 	ibv_qp_to_qp_ex@@IBVERBS_1.6 ibv_reg_mr_iova@@IBVERBS_1.7 \
 	ibv_reg_mr_iova2@@IBVERBS_1.8 ibv_query_gid_type@@IBVERBS_PRIVATE_34 \
-	_ibv_query_gid_ex@@IBVERBS_1.11 ibv_is_fork_initialized@@IBVERBS_1.13; do
+	_ibv_query_gid_ex@@IBVERBS_1.11 ibv_is_fork_initialized@@IBVERBS_1.13 \
+	rsocket@@RDMACM_1.0 raccept@@RDMACM_1.0 rpoll@@RDMACM_1.0 riomap@@RDMACM_1.0 \
+	rdma_join_multicast@@RDMACM_1.0 rdma_join_multicast_ex@@RDMACM_1.1; do
 	if ! printf '%s\n' "$syms" | grep -q " T $s\$"; then
 		echo "missing export: $s"
 		fail=1

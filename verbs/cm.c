@@ -2095,3 +2095,23 @@ XS_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 {
 	return rdma_reject(id, private_data, private_data_len);
 }
+
+/* Multicast needs UD QPs, which an iWARP device does not have (RDMA_PS_UDP
+ * ids already fail with EOPNOTSUPP): refused as ibv_attach_mcast is.
+ * Carried because librdmacm's own versions reach into its private id, as
+ * the ECE calls above. */
+XS_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+	return cm_err(id && addr ? EOPNOTSUPP : EINVAL);
+}
+
+XS_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
+				     void *context)
+{
+	return cm_err(id && mc_join_attr ? EOPNOTSUPP : EINVAL);
+}
+
+XS_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	return cm_err(id && addr ? EOPNOTSUPP : EINVAL);
+}
