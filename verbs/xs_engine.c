@@ -2257,6 +2257,19 @@ static void run_commands(void)
 		}
 		ll = next;
 	}
+	/* conn_command pushes onto the front: run the commands in the order
+	 * they were given.  Connections armed in reverse sent their MPA
+	 * Requests in reverse, so a listener's CONNECT_REQUESTs came in another
+	 * order than the peer's rdma_connect calls (perftest -R -q N pairs its
+	 * QPs by that order). */
+	struct xs_conn *fifo = NULL;
+	while (list) {
+		struct xs_conn *c = list;
+		list = c->cmd_next;
+		c->cmd_next = fifo;
+		fifo = c;
+	}
+	list = fifo;
 	while (list) {
 		struct xs_conn *c = list;
 		list = c->cmd_next;
