@@ -180,6 +180,11 @@ struct xs_conn {
 	unsigned redial_wait_ms;
 	bool on_redial_list, refused_now;
 	struct xs_conn *redial_next;
+	/* initiator: the order of its xs_connect among all (dial_blocked);
+	 * req_held: connected and on eng.redial, its MPA Request waiting for
+	 * an earlier connect's */
+	uint64_t dial_seq;
+	bool req_held;
 	_Atomic bool rx_parked; /* on eng.parked, poll not re-armed (engine thread writes) */
 	struct xs_conn *park_next;
 
@@ -567,6 +572,8 @@ static void poll_cancel(void *obj, int tag)
 
 static void hs_track(struct xs_conn *c);
 static bool redial_track(struct xs_conn *c);
+static bool dial_blocked(const struct xs_conn *c);
+static void dial_hold(struct xs_conn *c);
 
 static void conn_arm(struct xs_conn *c)
 {
@@ -1774,6 +1781,10 @@ static void conn_handshake(struct xs_conn *c)
 			connect_done(c, -soerr, NULL);
 			return;
 		}
+		if (dial_blocked(c)) {
+			dial_hold(c);
+			return;
+		}
 		uint8_t buf[XS_HS_MAX];
 		ssize_t n = mpa_frame_encode(&c->req, buf, sizeof(buf));
 		rc = n < 0 ? (int)n : send_small(c->fd, buf, (size_t)n);
@@ -2035,6 +2046,38 @@ static void rnr_scan(uint64_t now)
 	}
 }
 
+/* Engine: must c's MPA Request wait?  While an earlier connect to the same
+ * address was refused and is to be dialled again: the listener reports
+ * CONNECT_REQUESTs in the order Requests come, and perftest -R -q N pairs
+ * its QPs by that order (the k-th rdma_connect with the k-th request). */
+static bool dial_blocked(const struct xs_conn *c)
+{
+	bool blocked = false;
+
+	if (!c->dst_len)
+		return false;
+	pthread_mutex_lock(&eng.reg_mu);
+	for (const struct xs_conn *r = eng.conns; r && !blocked; r = r->all_next)
+		blocked = r != c && r->initiator && r->state == CONN_CONNECTING &&
+			  (r->redial_wait_ms || r->refused_now) && r->dial_seq < c->dial_seq &&
+			  r->dst_len == c->dst_len && memcmp(&r->dst, &c->dst, c->dst_len) == 0;
+	pthread_mutex_unlock(&eng.reg_mu);
+	return blocked;
+}
+
+/* Engine: a connected c whose Request waits (dial_blocked) looks again in
+ * XS_REDIAL_FIRST_MS, from the redial list (redial_scan arms it). */
+static void dial_hold(struct xs_conn *c)
+{
+	c->req_held = true;
+	c->redial_due_ms = xs_now_ms() + XS_REDIAL_FIRST_MS;
+	conn_ref(c);
+	c->on_redial_list = true;
+	c->redial_next = eng.redial;
+	eng.redial = c;
+	late_timer_arm();
+}
+
 /* Engine: a refused connect waits its turn on the redial list, while time
  * is left (false: refuse it now). */
 static bool redial_track(struct xs_conn *c)
@@ -2097,15 +2140,23 @@ static void redial_scan(uint64_t now)
 		}
 		*pp = c->redial_next;
 		c->on_redial_list = false;
-		c->redial_next = due;
-		due = c;
+		/* in the order of the connects (dial_blocked) */
+		struct xs_conn **dp = &due;
+		while (*dp && (*dp)->dial_seq < c->dial_seq)
+			dp = &(*dp)->redial_next;
+		c->redial_next = *dp;
+		*dp = c;
 	}
 	while (due) {
 		struct xs_conn *c = due;
 
 		due = c->redial_next;
-		if (c->state == CONN_CONNECTING) /* not closed by its owner meanwhile */
+		if (c->state == CONN_CONNECTING && c->req_held) {
+			c->req_held = false;
+			conn_arm(c); /* connected: POLLOUT at once, conn_handshake */
+		} else if (c->state == CONN_CONNECTING) { /* not closed by its owner meanwhile */
 			redial(c);
+		}
 		conn_unref(c); /* the list's */
 	}
 }
@@ -2319,6 +2370,19 @@ static void run_commands(void)
 		}
 		ll = next;
 	}
+	/* conn_command pushes onto the front: run the commands in the order
+	 * they were given.  Connections armed in reverse sent their MPA
+	 * Requests in reverse, so a listener's CONNECT_REQUESTs came in another
+	 * order than the peer's rdma_connect calls (perftest -R -q N pairs its
+	 * QPs by that order). */
+	struct xs_conn *fifo = NULL;
+	while (list) {
+		struct xs_conn *c = list;
+		list = c->cmd_next;
+		c->cmd_next = fifo;
+		fifo = c;
+	}
+	list = fifo;
 	while (list) {
 		struct xs_conn *c = list;
 		list = c->cmd_next;
@@ -2761,6 +2825,8 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		return -ENOMEM;
 	}
 	c->initiator = true;
+	static _Atomic uint64_t dial_seq;
+	c->dial_seq = atomic_fetch_add(&dial_seq, 1) + 1;
 	if (dlen <= sizeof(c->dst)) {
 		memcpy(&c->dst, dst, dlen);
 		c->dst_len = dlen;
