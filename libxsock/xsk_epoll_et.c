@@ -16,7 +16,7 @@
 bool xsk_epoll_edge(struct xsk_epreg *r, struct xsk *s, uint32_t got)
 {
 	pthread_mutex_lock(&s->mu);
-	uint16_t rseq = s->rseq_no;
+	uint16_t rseq = s->rmsg_arrived;
 	uint32_t tail = s->sbuf_tail;
 	unsigned acc = s->acceptq_seq;
 	pthread_mutex_unlock(&s->mu);

@@ -281,7 +281,11 @@ struct xsk {
 	uint32_t *rmsgbuf; /* posted receive buffers, one 32-bit message each */
 	unsigned nrecv;
 	uint16_t rq_size; /* credits we grant */
-	uint16_t rseq_no, rseq_comp;
+	/* rseq_no counts the data messages the application consumed, as
+	 * rsockets does: credits are granted against it, so unread
+	 * messages never outnumber rmsg; rmsg_arrived counts every message
+	 * received (EPOLLET's edges) */
+	uint16_t rseq_no, rseq_comp, rmsg_arrived;
 	struct rs_sge_h remote_sgl; /* the peer's target SGL */
 	unsigned remote_sge;
 	bool swap; /* the peer's byte order differs */

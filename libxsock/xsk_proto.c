@@ -512,8 +512,10 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 	switch (RS_MSG_OP(msg)) {
 	case RS_OP_DATA: {
 		uint32_t len = RS_MSG_DATA(msg);
-		if (!len)
+		if (!len) { /* nothing to read: consumed now */
+			s->rseq_no++;
 			break;
+		}
 		if (s->rmsg_count == s->rmsg_cap) { /* cannot happen within credits */
 			conn_broken(s);
 			break;
@@ -563,7 +565,7 @@ static void poll_cq_rx(struct xsk *s, bool rx)
 					conn_reset(s);
 					continue;
 				}
-				s->rseq_no++;
+				s->rmsg_arrived++;
 				handle_msg(s, s->rmsgbuf[idx]);
 				if (!s->peer_gone && post_recv(s, idx))
 					conn_broken(s);
@@ -1123,6 +1125,7 @@ ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 				if (!m->len) {
 					s->rmsg_head = (s->rmsg_head + 1) % s->rmsg_cap;
 					s->rmsg_count--;
+					s->rseq_no++;
 				}
 			} else if (!mleft) {
 				mi++;
