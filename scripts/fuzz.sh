@@ -76,7 +76,7 @@ fi
 
 libsrc="util/xs_crc.c mpa/mpa_frame.c mpa/mpa_negotiate.c mpa/mpa_tx.c mpa/mpa_rx.c
 ddp/ddp_hdr.c ddp/ddp_seg.c ddp/ddp_place.c
-iwarp/rdmap_hdr.c iwarp/rdmap_term.c iwarp/rdmap_errors.c iwarp/iw_tx.c iwarp/iw_rx.c"
+iwarp/rdmap_hdr.c iwarp/rdmap_ext.c iwarp/rdmap_term.c iwarp/rdmap_errors.c iwarp/iw_tx.c iwarp/iw_rx.c"
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 cflags="-std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter -I$top -I$cfgdir"
 
