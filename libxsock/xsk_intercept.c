@@ -31,8 +31,8 @@
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 #include "libxsock/xsock.h"
-
 #include "util/xs_clock.h"
+
 struct epset {
 	struct xsk_epreg *regs;
 };
@@ -1567,7 +1567,6 @@ int xsk_tab_adopt(int fd, struct xsk *s)
 
 /* ---- fd management ---------------------------------------------------------------- */
 
-
 XSK_EXPORT int close(int fd)
 {
 	if (lookup(fd) || ((unsigned)fd < (unsigned)tab_n && atomic_load(&tab[fd].ep)))
@@ -1621,7 +1620,7 @@ static void exit_quick(void)
 			return;
 		if (own) {
 			any = true;
-			close(fd);
+			xsk_close_own(fd);
 		}
 	}
 	if (!any)

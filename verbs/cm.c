@@ -48,7 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
@@ -1601,7 +1600,7 @@ XS_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		return -1;
 	}
 	pthread_mutex_unlock(&ch->lock);
-	e = chan_pop(chan_of(channel), true);
+	e = chan_pop(ch, true);
 	if (!e)
 		return -1;
 	*event = &e->ev;

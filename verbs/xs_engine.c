@@ -2046,6 +2046,17 @@ static void rnr_scan(uint64_t now)
 	}
 }
 
+/* Engine: c waits on the redial list until due_ms (the list's reference). */
+static void redial_list_add(struct xs_conn *c, uint64_t due_ms)
+{
+	c->redial_due_ms = due_ms;
+	conn_ref(c);
+	c->on_redial_list = true;
+	c->redial_next = eng.redial;
+	eng.redial = c;
+	late_timer_arm();
+}
+
 /* Engine: must c's MPA Request wait?  While an earlier connect to the same
  * address was refused and is to be dialled again: the listener reports
  * CONNECT_REQUESTs in the order Requests come, and perftest -R -q N pairs
@@ -2070,12 +2081,7 @@ static bool dial_blocked(const struct xs_conn *c)
 static void dial_hold(struct xs_conn *c)
 {
 	c->req_held = true;
-	c->redial_due_ms = xs_now_ms() + XS_REDIAL_FIRST_MS;
-	conn_ref(c);
-	c->on_redial_list = true;
-	c->redial_next = eng.redial;
-	eng.redial = c;
-	late_timer_arm();
+	redial_list_add(c, xs_now_ms() + XS_REDIAL_FIRST_MS);
 }
 
 /* Engine: a refused connect waits its turn on the redial list, while time
@@ -2089,12 +2095,7 @@ static bool redial_track(struct xs_conn *c)
 	c->redial_wait_ms = c->redial_wait_ms ? 2 * c->redial_wait_ms : XS_REDIAL_FIRST_MS;
 	if (now + c->redial_wait_ms > c->redial_end_ms)
 		return false;
-	c->redial_due_ms = now + c->redial_wait_ms;
-	conn_ref(c);
-	c->on_redial_list = true;
-	c->redial_next = eng.redial;
-	eng.redial = c;
-	late_timer_arm();
+	redial_list_add(c, now + c->redial_wait_ms);
 	return true;
 }
 
