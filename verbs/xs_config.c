@@ -41,6 +41,24 @@ static unsigned env_ms(const char *name, long max)
 	return (unsigned)ms;
 }
 
+/* The same with a default: unset or invalid keeps dflt (an invalid value
+ * is ignored, not taken for 0). */
+static unsigned env_ms_or(const char *name, long max, unsigned dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long ms;
+
+	if (!v || !*v)
+		return dflt;
+	ms = strtol(v, &end, 10);
+	if (*end || ms < 0 || ms > max) {
+		fprintf(stderr, "xsock: %s=%s ignored (0..%ld), %u used\n", name, v, max, dflt);
+		return dflt;
+	}
+	return (unsigned)ms;
+}
+
 static void xs_config_load(void)
 {
 	const char *v;
@@ -70,14 +88,13 @@ static void xs_config_load(void)
 	v = getenv("XSOCK_TX_TIMEOUT_MS");
 	if (v && *v)
 		xs_cfg.tx_timeout_ms = env_ms("XSOCK_TX_TIMEOUT_MS", 3600000);
-	/* Linux siw (6.1) is not ready for an FPDU right behind the MPA
-	 * Reply (docs/interop.md): as responder it moves the socket to the QP
-	 * only after sending its Reply, and an FPDU arriving in between is not
-	 * read until more data comes; as initiator it fails the connection
-	 * (EPROTO) when FPDU bytes already follow the Reply it reads.  Both
-	 * sides pause this long after the Reply (initiator: before its first
-	 * FPDU; responder: rdma_accept returns only then). */
-	xs_cfg.settle_ms = env_ms("XSOCK_MPA_SETTLE_MS", 10000);
+	/* Linux siw (6.1) as initiator fails the connection (EPROTO) when
+	 * FPDU octets already follow the MPA Reply it reads, and nothing on
+	 * the wire says when it has read it (docs/interop.md).  A responder
+	 * whose peer is not another xsock (no MPA_FLAG_EXT_REQ) sends its
+	 * first FPDU only after the initiator's first octets or this long
+	 * after the Reply (rdma_accept returns then). */
+	xs_cfg.settle_ms = env_ms_or("XSOCK_MPA_SETTLE_MS", 10000, XS_SETTLE_MS);
 	/* A peer that listens again only just after telling us it is ready
 	 * (perftest -R over a slow guest) resets an early connect. */
 	xs_cfg.connect_delay_ms = env_ms("XSOCK_CONNECT_DELAY_MS", 10000);
@@ -91,7 +108,7 @@ static void xs_config_load(void)
 	else if (v && *v && env_ms("XSOCK_CLASSIFY_MS", 60000))
 		xs_cfg.classify_ms = env_ms("XSOCK_CLASSIFY_MS", 60000);
 	/* xs_engine.c, "delayed FIN and lingering close" */
-	xs_cfg.fin_delay_ms = env_ms("XSOCK_FIN_DELAY_MS", 10000);
+	xs_cfg.fin_delay_ms = env_ms_or("XSOCK_FIN_DELAY_MS", 10000, XS_FIN_DELAY_MS);
 	xs_cfg.linger_ms = 1000;
 	v = getenv("XSOCK_LINGER_MS");
 	if (v && *v)

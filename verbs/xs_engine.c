@@ -82,9 +82,22 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
  * on it (perftest -R's second connection, qperf -cm1 0.4.11); the kernel's
  * CM refuses at once and these programs' own retries are racy or broken.
  * A connect nobody will ever accept is refused this much later. */
-#define XS_REDIAL_MS 500
+#define XS_REDIAL_MS 1500
 #define XS_RX_OVER_MAX (256u << 20)
 #define XS_REDIAL_FIRST_MS 5
+
+/* Linux siw as responder sends its MPA Reply and only then moves the
+ * socket to its QP: FPDU octets arriving in between stay unread until more
+ * arrive (siw_accept, siw_cm_llp_data_ready; docs/interop.md), and the
+ * initiator's first Send waits there for ever while the application
+ * waits for its answer.  An initiator whose peer is not an xsock
+ * therefore sends a zero-length RDMA Write (which siw, like xsock, places
+ * nowhere and checks nothing of: siw_proc_write) this long after the
+ * Reply and again at doubling intervals until XS_KICK_LAST_MS: one of
+ * them arrives after the socket moved and makes siw read what waits.
+ * Nothing waits for them and an xsock peer gets none. */
+#define XS_KICK_FIRST_MS 5
+#define XS_KICK_LAST_MS 640
 
 /* A mixed listener looks again at a client that sent only part of the MPA
  * Request key this often (its octets stay in the socket, so a poll for
@@ -117,6 +130,13 @@ struct xs_conn {
 	bool on_late_list;
 	uint64_t fin_due_ms;
 	uint64_t linger_end_ms;
+	/* engine thread: an initiator whose peer is not an xsock sends
+	 * zero-length RDMA Writes after the Reply (on eng.kick, kick_scan) */
+	struct xs_conn *kick_next;
+	bool on_kick_list;
+	bool kick_pending; /* engine_tx frames one */
+	uint64_t kick_due_ms;
+	unsigned kick_wait_ms;
 
 	/* handshake */
 	struct mpa_prefs prefs;
@@ -270,6 +290,8 @@ struct xs_listener {
 	bool poll_armed;
 	bool fork_dormant;
 	bool forked; /* another process may hold the socket: never shutdown() */
+	_Atomic bool accepted; /* it took a connection (xs_spare.c) */
+	bool spared; /* closed, its socket kept by xs_spare.c: no shutdown() */
 };
 
 static struct {
@@ -300,6 +322,7 @@ static struct {
 	struct xs_conn *late;
 	struct xs_conn *rnr; /* stalled connections (engine thread only) */
 	struct xs_conn *redial; /* refused connects to dial again (engine thread only) */
+	struct xs_conn *kick; /* initiators kicking a siw responder (engine thread only) */
 	bool late_armed;
 	struct __kernel_timespec late_ts;
 	unsigned late_count;
@@ -472,15 +495,27 @@ static void conn_shut(struct xs_conn *c, int how)
 
 static void late_add(struct xs_conn *c);
 
+/* The peer answered RFC 7306 in the MPA exchange, which only another xsock
+ * does: it needs none of the pauses Linux siw needs (docs/interop.md). */
+static bool peer_is_xsock(const struct xs_conn *c)
+{
+	return c->agreed.rdmap_ext;
+}
+
+static unsigned fin_delay(const struct xs_conn *c)
+{
+	return peer_is_xsock(c) ? 0 : xs_config()->fin_delay_ms;
+}
+
 /* Our FIN, now or (XSOCK_FIN_DELAY_MS) a little later from the engine.
  * Linux siw fails its own last Send with LOC_QP_OP_ERR when the peer's
  * FIN arrives before that Send's completion, even though the Send is on
  * the wire (docs/interop.md); a peer whose completion lags its transmit
  * (siw under emulation) needs the pause.  The peer's own FIN still ends
- * the connection at once (conn_fail). */
+ * the connection at once (conn_fail); an xsock peer gets the FIN at once. */
 static void conn_fin(struct xs_conn *c)
 {
-	unsigned delay = xs_config()->fin_delay_ms;
+	unsigned delay = fin_delay(c);
 
 	if (!delay) {
 		conn_shut(c, SHUT_WR);
@@ -1011,6 +1046,25 @@ static int engine_atomic_resp_fpdu(struct xs_conn *c, const struct xs_rresp *r)
 	return 0;
 }
 
+/* Engine: frame a kick (XS_KICK_FIRST_MS) into tx_rem: a zero-length RDMA
+ * Write naming STag 1, TO 0, as siw's own Write RTR does. */
+static int engine_kick_fpdu(struct xs_conn *c)
+{
+	struct ddp_hdr h = { .tagged = true, .last = true, .dv = DDP_VERSION,
+			     .rsvdulp = rdmap_ctrl_encode(RDMAP_OP_WRITE), .stag = 1 };
+	uint8_t *hdr = c->tx.frame.hdr + MPA_HDR_LEN;
+	struct iovec ulp = { hdr, ddp_hdr_encode(&h, hdr) };
+	int rc;
+
+	c->kick_pending = false;
+	rc = mpa_tx_frame(&c->tx.mpa, &ulp, 1, &c->tx.frame);
+	if (rc < 0)
+		return rc;
+	memcpy(c->tx_rem, c->tx.frame.iov, (size_t)c->tx.frame.iovcnt * sizeof(struct iovec));
+	c->tx_remcnt = c->tx.frame.iovcnt;
+	return 0;
+}
+
 /* Engine: frame the next Read Response segment into tx_rem. */
 static int engine_next_rr_fpdu(struct xs_conn *c)
 {
@@ -1063,7 +1117,7 @@ static void engine_tx(struct xs_conn *c)
 		pthread_mutex_unlock(&c->tx_mu);
 		return; /* the owner kicks us when it releases */
 	}
-	if (!c->tx_busy && !c->rr_count && !c->disconnect_asked) {
+	if (!c->tx_busy && !c->rr_count && !c->disconnect_asked && !c->kick_pending) {
 		if (c->rtr_answering) {
 			c->rtr_answering = false;
 			pthread_cond_broadcast(&c->tx_cv);
@@ -1083,9 +1137,12 @@ static void engine_tx(struct xs_conn *c)
 		}
 		if (rc < 0)
 			break;
-		if (!c->rr_count && !c->rr_active)
+		if (c->rr_count || c->rr_active)
+			rc = engine_next_rr_fpdu(c);
+		else if (c->kick_pending)
+			rc = engine_kick_fpdu(c);
+		else
 			break;
-		rc = engine_next_rr_fpdu(c);
 		if (rc < 0)
 			break;
 	}
@@ -1131,10 +1188,11 @@ static int conn_resolve(void *ctx, uint32_t stag, uint64_t to, uint32_t len, uin
 		xs_err_set(err, XS_LAYER_LLP, MPA_ETYPE, MPA_ECODE_TCP_CLOSED);
 		return -EPIPE;
 	}
-	if (len == 0 && ((c->rtr_wait && c->rx.op == RDMAP_OP_WRITE) ||
+	if (len == 0 && (c->rx.op == RDMAP_OP_WRITE ||
 			 (c->rtr_rresp && c->rx.op == RDMAP_OP_READ_RESP))) {
-		/* a zero-length Write RTR, or the answer to our Read RTR: it
-		 * names no buffer (siw sends STag 1) and is not the ULP's */
+		/* a zero-length Write (an RTR, a peer's kick) places nothing
+		 * and, as in siw, names no buffer that is checked (siw sends
+		 * STag 1); or the answer to our Read RTR: not the ULP's */
 		c->rtr_eat_last = true;
 		*dst = NULL;
 		return 0;
@@ -1569,18 +1627,21 @@ static int send_rtr(struct xs_conn *c)
 	}
 }
 
+static void kick_start(struct xs_conn *c);
+
 static void connect_done(struct xs_conn *c, int status, const struct mpa_frame *reply)
 {
 	xs_connect_fn cb = c->connect_cb;
 
 	c->connect_cb = NULL;
 	if (status == 0) {
-		xs_sleep_ms(xs_config()->settle_ms); /* XSOCK_MPA_SETTLE_MS, see xs_config.c */
 		c->state = CONN_ACCEPTED;
 		stream_setup(c);
 		status = send_rtr(c);
 		if (status < 0)
 			xs_log("P2P: RTR not sent: %s", strerror(-status));
+		else if (!peer_is_xsock(c))
+			kick_start(c);
 	}
 	if (status != 0) {
 		c->state = CONN_CLOSED;
@@ -1801,6 +1862,15 @@ static void conn_handshake(struct xs_conn *c)
 		rc = hs_read(c, MPA_REPLY, &f);
 		if (rc == -EAGAIN)
 			break;
+		if ((rc == -ECONNRESET || rc == -EPIPE) && !c->hs_have) {
+			/* closed before any Reply octet: a proxy or NAT (QEMU's
+			 * user network) accepted for a server that does not
+			 * listen (yet), which is a refused connect */
+			c->state = CONN_CONNECTING;
+			if (redial_track(c))
+				return;
+			rc = -ECONNREFUSED;
+		}
 		if (rc < 0) {
 			connect_done(c, rc, NULL);
 			return;
@@ -1893,7 +1963,8 @@ static void hs_scan(void)
 			xs_log("MPA %s: no answer within %u ms", c->initiator ? "connect" : "Request",
 			       xs_config()->mpa_timeout_ms);
 			if (c->initiator) {
-				connect_done(c, -ETIMEDOUT, NULL);
+				/* refused until now (redial_track): say so */
+				connect_done(c, c->redial_wait_ms ? -ECONNREFUSED : -ETIMEDOUT, NULL);
 			} else if (c->cls_pending) {
 				c->cls_pending = false; /* XSOCK_CLASSIFY_MS beyond the MPA timeout */
 				conn_plain(c);
@@ -2162,6 +2233,51 @@ static void redial_scan(uint64_t now)
 	}
 }
 
+/* Engine: c (an initiator, its Reply just read) kicks its peer from now
+ * on (XS_KICK_FIRST_MS); the list holds a reference. */
+static void kick_start(struct xs_conn *c)
+{
+	if (c->on_kick_list)
+		return;
+	conn_ref(c);
+	c->on_kick_list = true;
+	c->kick_wait_ms = XS_KICK_FIRST_MS;
+	c->kick_due_ms = xs_now_ms() + XS_KICK_FIRST_MS;
+	c->kick_next = eng.kick;
+	eng.kick = c;
+	late_timer_arm();
+}
+
+static void kick_scan(uint64_t now)
+{
+	struct xs_conn **pp = &eng.kick;
+
+	while (*pp) {
+		struct xs_conn *c = *pp;
+		enum conn_state st = c->state;
+		bool live = (st == CONN_ACCEPTED || st == CONN_ESTABLISHED) && !c->dead;
+
+		if (live && (now < c->kick_due_ms || st == CONN_ACCEPTED)) {
+			pp = &c->kick_next; /* not due, or its QP is not attached yet */
+			continue;
+		}
+		if (live) {
+			c->kick_pending = true;
+			engine_tx(c); /* an owner sending now kicks by itself */
+		}
+		if (live && c->kick_wait_ms < XS_KICK_LAST_MS) {
+			c->kick_wait_ms *= 2;
+			c->kick_due_ms = now + c->kick_wait_ms;
+			pp = &c->kick_next;
+			continue;
+		}
+		*pp = c->kick_next;
+		c->on_kick_list = false;
+		c->kick_pending = false;
+		conn_unref(c); /* the list's */
+	}
+}
+
 static void late_scan(void)
 {
 	uint64_t now = xs_now_ms();
@@ -2193,7 +2309,8 @@ static void late_scan(void)
 	}
 	rnr_scan(now);
 	redial_scan(now);
-	if (eng.late || eng.rnr || eng.redial)
+	kick_scan(now);
+	if (eng.late || eng.rnr || eng.redial || eng.kick || xs_spare_expire(now))
 		late_timer_arm();
 }
 
@@ -2217,7 +2334,7 @@ static bool linger_start(struct xs_conn *c, unsigned flags)
 	if (fin_now || (flags & CMD_FIN))
 		conn_fin(c);
 	c->state = CONN_LINGER;
-	c->linger_end_ms = xs_now_ms() + xs_config()->fin_delay_ms + linger;
+	c->linger_end_ms = xs_now_ms() + fin_delay(c) + linger;
 	late_add(c);
 	conn_arm(c); /* a parked connection has no poll armed */
 	return true;
@@ -2316,7 +2433,7 @@ static void conn_event(struct xs_conn *c, int res)
 
 static void listener_event(struct xs_listener *l)
 {
-	for (;;) {
+	while (!l->closing) { /* a spared socket's backlog is the next listener's */
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			break;
@@ -2329,6 +2446,7 @@ static void listener_event(struct xs_listener *l)
 			xs_fd_close(fd);
 			continue;
 		}
+		atomic_store(&l->accepted, true);
 		pthread_mutex_lock(&eng.mu);
 		l->refs++;
 		pthread_mutex_unlock(&eng.mu);
@@ -2363,8 +2481,10 @@ static void run_commands(void)
 		struct xs_listener *next = ll->cmd_next;
 		ll->cmd_queued = false;
 		if (ll->closing) {
-			if (ll->forked && ll->poll_armed)
+			if ((ll->forked || ll->spared) && ll->poll_armed)
 				poll_cancel(ll, TAG_LISTENER); /* no shutdown() woke it */
+			if (ll->spared)
+				late_timer_arm(); /* late_scan expires it */
 			listener_unref(ll); /* its own reference */
 		} else if (!ll->fork_dormant && !ll->poll_armed) {
 			listener_arm(ll);
@@ -2677,6 +2797,16 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	struct xs_listener *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
+	/* the socket of a listener on this address closed just before: its
+	 * queued connections are this one's (xs_spare.c) */
+	l->fd = xs_spare_take(addr, len);
+	if (l->fd >= 0) {
+		int fl = fcntl(l->fd, F_GETFL);
+		if (fl < 0 || fcntl(l->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+		    listen(l->fd, backlog > 0 ? backlog : 128) < 0)
+			goto fail_fd;
+		goto listening;
+	}
 	l->fd = xs_fd_keep(socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	int one = 1;
 	if (l->fd < 0)
@@ -2689,6 +2819,7 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 		goto fail_fd;
 	if (bind(l->fd, addr, len) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0)
 		goto fail_fd;
+listening:
 	l->cb = cb;
 	l->plain = plain;
 	l->ctx = ctx;
@@ -2736,8 +2867,12 @@ void xs_listener_close(struct xs_listener *l)
 		pthread_mutex_unlock(&l->mu);
 	/* the engine closes and frees it once no connection refers to it */
 	engine_get();
+	/* a listener that took a connection keeps its socket a while for a
+	 * listen on the same address (xs_spare.c) */
+	bool spare = !l->forked && atomic_load(&l->accepted) && xs_spare_keep(l->fd);
 	pthread_mutex_lock(&eng.mu);
-	if (!l->forked)
+	l->spared = spare;
+	if (!l->forked && !spare)
 		shutdown(l->fd, SHUT_RDWR);
 	if (!l->cmd_queued) {
 		l->cmd_next = eng.lcmds;
@@ -2772,11 +2907,19 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 	c->state = CONN_ACCEPTED;
 	stream_setup(c);
 	c->rtr_wait = c->agreed.p2p && c->agreed.rtr != MPA_RTR_NONE;
-	/* XSOCK_MPA_SETTLE_MS (xs_config.c): the application's first FPDU
-	 * must not reach the initiator together with the Reply.  Its own
-	 * thread waits; with an RTR the initiator has read the Reply anyway. */
-	if (!c->rtr_wait && !on_engine_thread)
-		xs_sleep_ms(xs_config()->settle_ms);
+	/* XSOCK_MPA_SETTLE_MS (xs_config.c): our first FPDU must not reach
+	 * a siw initiator together with the Reply.  Its first octets (or its
+	 * FIN) prove it has read the Reply; nobody reads the socket before
+	 * the QP attaches, so they are still there to see.  With an RTR the
+	 * initiator has read the Reply anyway; an xsock reads both. */
+	if (!c->rtr_wait && !peer_is_xsock(c) && !on_engine_thread) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		uint64_t end = xs_now_ms() + xs_config()->settle_ms, now;
+
+		while ((now = xs_now_ms()) < end && poll(&p, 1, (int)(end - now)) < 0 &&
+		       errno == EINTR)
+			;
+	}
 	return 0;
 }
 

@@ -41,7 +41,24 @@ int xs_fd_keep(int fd);
 void xs_fd_drop(int fd);
 int xs_fd_close(int fd);
 
+/* Spare listening sockets (xs_spare.c): a closed listener's socket is kept
+ * XS_SPARE_MS for a listen on the same address in this process.  Any
+ * thread; a short internal lock.  keep: true if fd's socket was kept (a
+ * duplicate; the caller closes fd).  take: the kept socket bound to
+ * exactly addr (still listening, its backlog intact), or -1.  expire:
+ * closes the overdue ones, returns how many are left. */
+#define XS_SPARE_MS 1500
+bool xs_spare_keep(int fd);
+int xs_spare_take(const struct sockaddr *addr, socklen_t len);
+unsigned xs_spare_expire(uint64_t now_ms);
+
 /* ---- configuration (environment, read once; see xsock-run(1)) ------------ */
+
+/* Defaults of the pauses a peer that is not another xsock gets (Linux siw
+ * needs them, docs/interop.md); an xsock peer (it answers RFC 7306 in the
+ * MPA exchange) gets none. */
+#define XS_SETTLE_MS 100
+#define XS_FIN_DELAY_MS 200
 
 struct xs_config {
 	uint8_t mpa_rev; /* XSOCK_MPA_REV: 1 or 2 (default 2) */
@@ -53,14 +70,18 @@ struct xs_config {
 	/* XSOCK_TX_TIMEOUT_MS: a sender blocked by a peer that takes nothing
 	 * fails the connection after this long (default 30000, 0 = never) */
 	unsigned tx_timeout_ms;
-	unsigned settle_ms; /* XSOCK_MPA_SETTLE_MS: pause between the Reply and the first FPDU (default 0) */
+	/* XSOCK_MPA_SETTLE_MS: a responder whose peer is not an xsock waits
+	 * this long after its Reply for the peer's first octets before it
+	 * may send (default XS_SETTLE_MS) */
+	unsigned settle_ms;
 	unsigned connect_delay_ms; /* XSOCK_CONNECT_DELAY_MS: rdma_connect waits before its TCP connect (0) */
 	/* XSOCK_CLASSIFY_MS: a mixed listener's wait for a client's first
 	 * octets before it calls the connection plain TCP (default 200, 0 =
 	 * mixed listeners off: MPA only) */
 	unsigned classify_ms;
-	/* XSOCK_FIN_DELAY_MS: rdma_disconnect's FIN leaves this much later
-	 * unless the peer's comes first (default 0; siw peers, docs/interop.md) */
+	/* XSOCK_FIN_DELAY_MS: rdma_disconnect's FIN to a peer that is not an
+	 * xsock leaves this much later unless the peer's comes first (default
+	 * XS_FIN_DELAY_MS; siw, docs/interop.md) */
 	unsigned fin_delay_ms;
 	/* XSOCK_LINGER_MS: a connection closed before the peer's FIN is read
 	 * and drained by the engine until that FIN, at most this long (default

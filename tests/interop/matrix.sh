@@ -65,13 +65,9 @@ if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 "$here/guest-prepare.sh" "${prep[@]}" || { echo "matrix: guest preparation failed" >&2; exit 1; }
 command -v tshark > /dev/null || { echo "matrix: tshark missing" >&2; exit 1; }
 
-# siw is not ready for an FPDU right behind the MPA Reply (docs/interop.md):
-# xsock pauses 100 ms after the Reply, as initiator and as responder
-export XSOCK_MPA_SETTLE_MS=${XSOCK_MPA_SETTLE_MS:-100}
-# siw fails its own last Send, already on the wire, when our FIN arrives
-# before it completed that Send (docs/interop.md): xsock's FIN leaves 200 ms
-# after rdma_disconnect unless siw's comes first
-export XSOCK_FIN_DELAY_MS=${XSOCK_FIN_DELAY_MS:-200}
+# xsock runs with the defaults a user gets: no XSOCK_* variable is set
+# here, and a cell that fails once fails the matrix (docs/interop.md says
+# what the stack does by default where siw needs it).
 
 keep=1
 [ -n "$out" ] || { out=$(mktemp -d /tmp/xsock-interop.XXXXXX); keep=0; }
@@ -110,12 +106,6 @@ gx() { "$g" exec --name "$name" --timeout "${GX_TIMEOUT:-60}" -- sh -c "$1"; }
 gcc -O2 -Wall -Wextra -o "$out/iw-errpeer" "$here/iw-errpeer.c" -libverbs -lrdmacm ||
     { echo "matrix: cannot build iw-errpeer" >&2; exit 1; }
 
-# Warm-up: siw's first accept after boot runs cold code under TCG, which
-# widens its accept race (see docs/interop.md) -- one guest-internal
-# connection translates that code before any cell.
-gx 'rping -s -a 10.0.2.15 -p 7000 -C 1 >/dev/null 2>&1 & xs-wait-port 7000 10 &&
-    timeout 20 rping -c -a 10.0.2.15 -p 7000 -C 1 >/dev/null 2>&1; wait' > /dev/null 2>&1 || true
-
 # tool -> "server args" "client args" (PORT/ADDR/SIZE substituted), sizes
 tool_cmds() { # tool_cmds TOOL SIZE -> sets srv cli
     local n=20
@@ -127,9 +117,7 @@ tool_cmds() { # tool_cmds TOOL SIZE -> sets srv cli
         send_bw|write_bw|read_bw|write_lat)
             [ "$2" -gt 65536 ] && n=10
             srv="ib_$1 -R -F -p @PORT -s $2 -n $n"
-            # the server listens again for the test connection only after
-            # the parameter exchange: under TCG the client can be earlier
-            cli="ib_$1 -R -F -p @PORT -s $2 -n $n --retry_count=20 @ADDR" ;;
+            cli="ib_$1 -R -F -p @PORT -s $2 -n $n @ADDR" ;;
         errpeer) srv="@EP --server -a @BIND -p @PORT"
                  cli="@EP --client -a @ADDR -p @PORT" ;;
         rstream) # ping-pong of SIZE each way, both sides verify the data
@@ -160,9 +148,7 @@ nfail=0 npass=0
 t_matrix=$(date +%s)
 
 # run_pair: one server/client run of a cell (dynamic scope: the caller's
-# locals).  Returns 1 for a perftest run whose test connection was refused
-# (its server listens again only after the parameter exchange; under TCG the
-# client can be earlier, and --retry_count does not cover a TCP reset).
+# locals).
 run_pair() {
 
         tool_cmds "$tool" "$size"
@@ -176,13 +162,7 @@ run_pair() {
             local c; c=$(echo "$cli" | sed -e "s|@ADDR|127.0.0.1|; s|@PORT|$hp|; s|@EP|$out/iw-errpeer|; s|@SOCK|-T s|")
             [ $ok = 1 ] && sleep 0.3   # perftest/rping servers listen before they are ready
             echo "## host: xsock-run ${xo[*]} $c" >> "$log"
-            # perftest -R: the guest server listens for the test connection
-            # only after the parameter exchange; a client that is earlier is
-            # reset, and perftest's own retry then uses freed memory
-            # (docs/interop.md).  XSOCK_CONNECT_DELAY_MS holds each connect.
-            local cdelay=0
-            case $tool in *_bw|*_lat) cdelay=${XS_PERFTEST_CONNECT_DELAY_MS:-400} ;; esac
-            hrc=0; XSOCK_CONNECT_DELAY_MS=$cdelay env $rs_env timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
+            hrc=0; env $rs_env timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
             cat "$out/$cn.host" >> "$log"
             echo "## guest job" >> "$log"
             # a server whose client gave up would wait for the next one
@@ -218,33 +198,12 @@ run_pair() {
             return 0
         fi
     
-    # Retried once, and noted, are two failures that are not xsock's
-    # (docs/interop.md): a test connection reset because the guest server
-    # listened too late, and siw failing its own last Send, already on the
-    # wire, with status 2 when the peer's FIN comes while it completes it
-    # (siw_qp_sq_proc_tx: tx_suspend after a fully sent segment).
-    case $tool in *_bw|*_lat)
-        [ "$expect" = pass ] && [ $ok = 0 ] && [ -z "$retry_note" ] || return 0
-        if grep -q 'RDMA_CM_EVENT_REJECTED; error: -104' "$out/$cn.host"; then
-            retry_why="test connection reset"; ok=1; note=""; return 1
-        fi
-        # the same race the other way: the guest client (siw) is refused
-        # by the xsock server that does not listen again yet, and
-        # perftest's retry then crashes (SIGSEGV, guest rc 139)
-        if [ "$dir" = gc ] && sed -n '/^## guest/,$p' "$log" | grep -q 'Failed to connect through RDMA CM'; then
-            retry_why="test connection refused (guest perftest client early)"; ok=1; note=""; return 1
-        fi
-        if sed -n '/^## guest/,$p' "$log" | grep -q 'Bad wc status 2' &&
-           grep -q 'Failed to close connection' "$log" && [ "$(grep -c '^ *'"$size"' ' "$log")" -ge 2 ]; then
-            retry_why="siw status 2 on its last Send at close"; ok=1; note=""; return 1
-        fi ;;
-    esac
     return 0
 }
 
 run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_note
     local cn=$1 dir=$2 tool=$3 mode=$4 expect=$5
-    local retry_note="" retry_why="" xo=() crc=0 rev=2 p2p=0 rtr=3 size ok=1 note="" t0 log=$out/$cn.log pcap=/host/$cn.pcap
+    local xo=() crc=0 rev=2 p2p=0 rtr=3 size ok=1 note="" t0 log=$out/$cn.log pcap=/host/$cn.pcap
     case $mode in
         r2c0) ;; r2c1) crc=1 ;; r1c0) rev=1 ;; r1c1) rev=1; crc=1 ;;
         p2pw) p2p=1; rtr=1 ;; p2pr) p2p=1; rtr=2 ;; mk) xo+=(--markers) ;;
@@ -260,7 +219,7 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
         # drops the stream's tail (docs/interop.md).  A 32 MiB ring holds a
         # whole cell, so xsock gives no half back; under 192 messages per
         # cell it grants no credits either
-        rs_env="XSOCK_IWARP_RBUF=33554432"
+        rs_env=${XS_RSTREAM_ENV:-}
         case $mode in r2c1) rs_opt="-T a" ;; r1c0) rs_opt="-T b" ;; esac
     fi
     [ $crc = 1 ] && xo+=(--crc)
@@ -273,12 +232,9 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
     gx "cd /sys/module/siw/parameters && echo $crc > mpa_crc_required && echo $rev > mpa_version &&
         echo $p2p > peer_to_peer && echo $rtr > p2p_rtr && xs-capture start $pcap" >> "$log" 2>&1 ||
         { ok=0; note="capture/params failed"; }
-    local try_list size_try
-    try_list=$(for size in $(sizes "$tool"); do echo "$size:1"; done)
-    for size_try in $try_list; do
-        size=${size_try%:*}
+    for size in $(sizes "$tool"); do
         [ $ok = 1 ] || break
-        run_pair || { [ -z "$retry_note" ] && [ $ok = 1 ] && retry_note="retried size $size ($retry_why)" && run_pair; } || true
+        run_pair
         [ $ok = 1 ] || break
         [ "$expect" = fail ] && break
     done
@@ -323,28 +279,13 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
     else
         ok=0; note="$note; no capture"
     fi
-    [ -n "$retry_note" ] && note="$note; $retry_note"
     cell_ok=$ok cell_note=$note
 }
 
-# A cell that fails is run once more, from the start, and the table says so
-# with the first run's note: under TCG both peers' own teardown races (rping's
-# cm thread reading a destroyed channel, exit 255; siw's close race) show up
-# now and then.  A cell that fails twice fails the matrix.
-nrerun=0
 run_cell() { # run_cell NAME DIR TOOL MODE EXPECT
-    local cn=$1 expect=$5 t0 first="" cell_ok cell_note
+    local cn=$1 expect=$5 t0 cell_ok cell_note
     t0=$(date +%s)
     run_cell_once "$@"
-    if [ "$cell_ok" != 1 ] && [ "$expect" = pass ] && [ "${XS_MATRIX_RERUN:-1}" = 1 ]; then
-        first=$cell_note
-        mkdir -p "$out/first-run"
-        mv "$out/$cn".* "$out/first-run/" 2>/dev/null
-        printf 'matrix: %-22s rerun (first run: %s)\n' "$cn" "$first"
-        nrerun=$((nrerun + 1))
-        run_cell_once "$@"
-        cell_note="$cell_note; rerun, first run failed: $first"
-    fi
     local res=PASS
     [ "$cell_ok" = 1 ] || res=FAIL
     [ "$cell_ok" = 1 ] && npass=$((npass + 1)) || nfail=$((nfail + 1))
@@ -359,6 +300,6 @@ for c in "${cells[@]}"; do
     if [ -n "$only" ] && ! echo "$1" | grep -qE "$only"; then continue; fi
     run_cell "$@"
 done
-echo "matrix: $npass passed ($nrerun cells rerun), $nfail failed in $(( $(date +%s) - t_matrix )) s (table: $results)"
+echo "matrix: $npass passed, $nfail failed in $(( $(date +%s) - t_matrix )) s (table: $results)"
 [ $nfail = 0 ] && [ $keep = 0 ] && rm -rf "$out"
 [ $nfail = 0 ]

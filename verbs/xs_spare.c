@@ -1,0 +1,99 @@
+/* Spare listening sockets: a listener closed by its owner keeps its TCP
+ * socket open a little longer, and a listen on the same address in this
+ * process takes it over with what queued meanwhile.
+ *
+ * Why: servers tell their client to connect and then listen again on the
+ * same port (perftest -R destroys its first listener after the parameter
+ * exchange and listens anew for the test connection).  A client that is
+ * quicker than that second listen is refused by the kernel, and such
+ * programs' own retries are racy (perftest 4.5 retries on freed memory,
+ * docs/interop.md).  With the socket kept, the early client's connection
+ * waits in the backlog instead.  A socket nobody takes is closed after
+ * XS_SPARE_MS (its queued connections are then reset, as before, only
+ * later).  Only listeners that accepted a connection are kept: that is
+ * the pattern, and it keeps another program's bind to a port just freed
+ * from failing. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/xs_clock.h"
+#include "verbs/xs_internal.h"
+
+#define XS_SPARE_MAX 8
+
+static struct xs_spare {
+	int fd; /* kept (xs_fd_keep); -1: free slot */
+	struct sockaddr_storage addr; /* what getsockname says */
+	socklen_t len;
+	uint64_t end_ms;
+} spares[XS_SPARE_MAX] = { [0 ... XS_SPARE_MAX - 1] = { .fd = -1 } };
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned spare_count;
+
+bool xs_spare_keep(int fd)
+{
+	struct xs_spare s = { .len = sizeof(s.addr) };
+	bool kept = false;
+
+	if (getsockname(fd, (struct sockaddr *)&s.addr, &s.len) < 0)
+		return false;
+	pthread_mutex_lock(&spare_mu);
+	for (int i = 0; i < XS_SPARE_MAX && !kept; i++) {
+		if (spares[i].fd >= 0)
+			continue;
+		s.fd = xs_fd_keep(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+		if (s.fd < 0)
+			break;
+		s.end_ms = xs_now_ms() + XS_SPARE_MS;
+		spares[i] = s;
+		spare_count++;
+		kept = true;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	if (kept)
+		xs_log("listener closed: its socket is kept %u ms for a listen on the same address",
+		       XS_SPARE_MS);
+	return kept;
+}
+
+int xs_spare_take(const struct sockaddr *addr, socklen_t len)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&spare_mu);
+	for (int i = 0; i < XS_SPARE_MAX && spare_count; i++) {
+		if (spares[i].fd < 0 || spares[i].len != len ||
+		    memcmp(&spares[i].addr, addr, len) != 0)
+			continue;
+		fd = spares[i].fd;
+		spares[i].fd = -1;
+		spare_count--;
+		break;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	return fd;
+}
+
+unsigned xs_spare_expire(uint64_t now)
+{
+	unsigned left;
+
+	pthread_mutex_lock(&spare_mu);
+	for (int i = 0; i < XS_SPARE_MAX && spare_count; i++) {
+		if (spares[i].fd < 0 || now < spares[i].end_ms)
+			continue;
+		xs_fd_close(spares[i].fd);
+		spares[i].fd = -1;
+		spare_count--;
+	}
+	left = spare_count;
+	pthread_mutex_unlock(&spare_mu);
+	return left;
+}
