@@ -93,9 +93,12 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
  * waits for its answer.  An initiator whose peer is not an xsock
  * therefore sends a zero-length RDMA Write (which siw, like xsock, places
  * nowhere and checks nothing of: siw_proc_write) this long after the
- * Reply and again at doubling intervals until XS_KICK_LAST_MS: one of
- * them arrives after the socket moved and makes siw read what waits.
- * Nothing waits for them and an xsock peer gets none. */
+ * Reply and again at doubling intervals until XS_KICK_LAST_MS, while the
+ * peer has sent nothing: one of them arrives after the socket moved and
+ * makes siw read what waits.  Once the peer speaks its socket has moved,
+ * and a kick could only meet its close (unread octets there make Linux
+ * reset the connection and drop the peer's unsent tail).  Nothing waits
+ * for them and an xsock peer gets none. */
 #define XS_KICK_FIRST_MS 5
 #define XS_KICK_LAST_MS 640
 
@@ -135,6 +138,7 @@ struct xs_conn {
 	struct xs_conn *kick_next;
 	bool on_kick_list;
 	bool kick_pending; /* engine_tx frames one */
+	_Atomic bool rx_any; /* the peer sent an octet after the handshake (rx_mu) */
 	uint64_t kick_due_ms;
 	unsigned kick_wait_ms;
 
@@ -1447,6 +1451,8 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 				rc = iw_rx_input_part(&c->rx, c->rbuf, fed, &used, &err);
 			}
 		}
+		if (n > 0 && !atomic_load_explicit(&c->rx_any, memory_order_relaxed))
+			atomic_store_explicit(&c->rx_any, true, memory_order_relaxed);
 		if (rc == -EAGAIN) {
 			/* RNR: keep the rest, stop reading until a receive comes */
 			c->rx_pend_off = used;
@@ -2255,7 +2261,8 @@ static void kick_scan(uint64_t now)
 	while (*pp) {
 		struct xs_conn *c = *pp;
 		enum conn_state st = c->state;
-		bool live = (st == CONN_ACCEPTED || st == CONN_ESTABLISHED) && !c->dead;
+		bool live = (st == CONN_ACCEPTED || st == CONN_ESTABLISHED) && !c->dead &&
+			    !atomic_load_explicit(&c->rx_any, memory_order_relaxed);
 
 		if (live && (now < c->kick_due_ms || st == CONN_ACCEPTED)) {
 			pp = &c->kick_next; /* not due, or its QP is not attached yet */
