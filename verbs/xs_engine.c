@@ -2271,6 +2271,8 @@ static void kick_scan(uint64_t now)
 		if (live) {
 			c->kick_pending = true;
 			engine_tx(c); /* an owner sending now kicks by itself */
+			xs_log("kick: zero-length Write %u ms after the Reply, the peer silent",
+			       2 * c->kick_wait_ms - XS_KICK_FIRST_MS);
 		}
 		if (live && c->kick_wait_ms < XS_KICK_LAST_MS) {
 			c->kick_wait_ms *= 2;
@@ -2921,11 +2923,13 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 	 * initiator has read the Reply anyway; an xsock reads both. */
 	if (!c->rtr_wait && !peer_is_xsock(c) && !on_engine_thread) {
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		uint64_t end = xs_now_ms() + xs_config()->settle_ms, now;
+		uint64_t t0 = xs_now_ms(), end = t0 + xs_config()->settle_ms, now;
 
 		while ((now = xs_now_ms()) < end && poll(&p, 1, (int)(end - now)) < 0 &&
 		       errno == EINTR)
 			;
+		xs_log("accept: peer is not an xsock: %s after %llu ms", p.revents ? "its octets" :
+		       "no octets", (unsigned long long)(xs_now_ms() - t0));
 	}
 	return 0;
 }

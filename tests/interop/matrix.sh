@@ -126,9 +126,7 @@ tool_cmds() { # tool_cmds TOOL SIZE -> sets srv cli
                  # with a 16 MiB ring: it gives no ring half back while the
                  # xsock side sends, whose close would otherwise meet that
                  # message unread and reset the stream's tail, see below)
-            # counts: rstream sends all COUNT transfers one way, then all
-            # back; fewer than 192 messages reach the host per cell (see
-            # XSOCK_IWARP_RBUF below)
+            # counts: rstream sends all COUNT transfers one way, then all back
             n=100; [ "$2" -ge 4096 ] && n=50; [ "$2" -ge 65536 ] && n=20; [ "$2" -ge 1048576 ] && n=4
             # rs_opt (-T a, -T b) on the server only: in -T a rstream polls
             # before each recv and fails on POLLHUP even with POLLIN set; a
@@ -162,7 +160,7 @@ run_pair() {
             local c; c=$(echo "$cli" | sed -e "s|@ADDR|127.0.0.1|; s|@PORT|$hp|; s|@EP|$out/iw-errpeer|; s|@SOCK|-T s|")
             [ $ok = 1 ] && sleep 0.3   # perftest/rping servers listen before they are ready
             echo "## host: xsock-run ${xo[*]} $c" >> "$log"
-            hrc=0; env $rs_env timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
+            hrc=0; timeout 60 "$xs_run" "${xo[@]}" $c > "$out/$cn.host" 2>&1 || hrc=$?
             cat "$out/$cn.host" >> "$log"
             echo "## guest job" >> "$log"
             # a server whose client gave up would wait for the next one
@@ -172,7 +170,7 @@ run_pair() {
             hport=$(free_port)
             local s; s=$(echo "$srv" | sed -e "s|@BIND|127.0.0.1|; s|@PORT|$hport|; s|@EP|$out/iw-errpeer|; s|@SOCK|-T s|")
             echo "## host: xsock-run ${xo[*]} $s" >> "$log"
-            env $rs_env timeout 90 "$xs_run" "${xo[@]}" $s > "$out/$cn.host" 2>&1 &
+            timeout 90 "$xs_run" "${xo[@]}" $s > "$out/$cn.host" 2>&1 &
             local spid=$!; hostpids+=("$spid")
             listening "$hport" || { ok=0; note="host server did not listen"; }
             sleep 0.3
@@ -210,16 +208,9 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
     esac
     # --iwarp: libxsock makes every TCP socket of the host program an IWARP
     # socket (rsockets protocol); rstream's I/O style varies with the mode
-    local rs_opt="" rs_env=""
+    local rs_opt=""
     if [ "$tool" = rstream ]; then
         xo+=(--iwarp)
-        # siw closes its rsocket once its last sends are queued in TCP; a
-        # message from us arriving then (credits, a ring half given back)
-        # is unread data at siw's close, which resets the connection and
-        # drops the stream's tail (docs/interop.md).  A 32 MiB ring holds a
-        # whole cell, so xsock gives no half back; under 192 messages per
-        # cell it grants no credits either
-        rs_env=${XS_RSTREAM_ENV:-}
         case $mode in r2c1) rs_opt="-T a" ;; r1c0) rs_opt="-T b" ;; esac
     fi
     [ $crc = 1 ] && xo+=(--crc)
