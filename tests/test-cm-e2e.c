@@ -268,6 +268,63 @@ static void test_listen_late(void)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A server that destroys its listener after a connection and listens
+ * again on the same port (perftest -R's test connection): a client in
+ * between, here one that is not an xsock and does not dial again, is not
+ * refused; its connection waits for the new listener (xs_spare.c). */
+static void test_listen_again(void)
+{
+	static const char req_hex[] = "4d50412049442052657120467261 6d65 10 02 0004 0001 0001";
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l1, *l2;
+	struct side c, s;
+	uint8_t req[64];
+	size_t n = xs_hex(req_hex, req, sizeof(req));
+	uint16_t port = cm_listen(&ch, &l1);
+	struct sockaddr_in a = cm_sin("127.0.0.1", port);
+
+	client_setup(&c, port);
+	REQUIRE(rdma_connect(c.id, NULL) == 0);
+	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 3000, "request (first listener)");
+	REQUIRE(ev);
+	memset(&s, 0, sizeof(s));
+	make_qp(&s, ev->id);
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_accept(s.id, NULL) == 0);
+	cm_expect_ack(c.ch, RDMA_CM_EVENT_ESTABLISHED, 3000, "client established (again)");
+	cm_expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, 3000, "server established (again)");
+	CHECK(rdma_destroy_id(l1) == 0);
+
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0); /* refused without it */
+	CHECK(send(fd, req, n, MSG_NOSIGNAL) == (ssize_t)n);
+	usleep(50 * 1000);
+	REQUIRE(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(l2, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_listen(l2, 4) == 0);
+	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 3000, "request (listener again)");
+	if (ev) {
+		CHECK(rdma_reject(ev->id, NULL, 0) == 0);
+		rdma_ack_cm_event(ev);
+	}
+	close(fd);
+	CHECK(rdma_disconnect(c.id) == 0);
+	cm_expect_ack(c.ch, RDMA_CM_EVENT_DISCONNECTED, 3000, "client disc (again)");
+	cm_expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 3000, "server disc (again)");
+	free_side(&s);
+	client_free(&c);
+	CHECK(rdma_destroy_id(l2) == 0);
+	/* its kept socket does not stop a listen on another address */
+	a = cm_sin("0.0.0.0", port);
+	REQUIRE(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(l2, (struct sockaddr *)&a) == 0);
+	CHECK(rdma_listen(l2, 4) == 0);
+	CHECK(rdma_destroy_id(l2) == 0);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_accept_null(void)
 {
 	struct rdma_conn_param cp;
@@ -416,6 +473,7 @@ int main(void)
 	test_reject();
 	test_no_listener();
 	test_listen_late();
+	test_listen_again();
 	test_accept_null();
 	test_sync_client();
 	test_mpa_timeout();

@@ -95,10 +95,13 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
  * nowhere and checks nothing of: siw_proc_write) this long after the
  * Reply and again at doubling intervals until XS_KICK_LAST_MS, while the
  * peer has sent nothing: one of them arrives after the socket moved and
- * makes siw read what waits.  Once the peer speaks its socket has moved,
- * and a kick could only meet its close (unread octets there make Linux
- * reset the connection and drop the peer's unsent tail).  Nothing waits
- * for them and an xsock peer gets none. */
+ * makes siw read what waits.  Once the peer speaks its socket has moved:
+ * whatever we send next makes it read; a last kick goes out only if we
+ * sent nothing within a tick of its first octets (rsockets: both ends send
+ * at once, ours may be waiting there).  Later kicks could only meet the
+ * peer's close (unread octets there make Linux reset the connection and
+ * drop the peer's unsent tail).  Nothing waits for them and an xsock peer
+ * gets none. */
 #define XS_KICK_FIRST_MS 5
 #define XS_KICK_LAST_MS 640
 
@@ -138,7 +141,10 @@ struct xs_conn {
 	struct xs_conn *kick_next;
 	bool on_kick_list;
 	bool kick_pending; /* engine_tx frames one */
+	bool kick_spoke; /* the peer's first octets were seen, at kick_tx_mark */
+	unsigned kick_tx_mark;
 	_Atomic bool rx_any; /* the peer sent an octet after the handshake (rx_mu) */
+	_Atomic unsigned tx_writes; /* sendmsg calls that sent octets (kick_scan) */
 	uint64_t kick_due_ms;
 	unsigned kick_wait_ms;
 
@@ -751,6 +757,7 @@ static int conn_write_raw(struct xs_conn *c, const struct iovec *iov, int cnt, s
 			}
 			return -errno;
 		}
+		atomic_fetch_add_explicit(&c->tx_writes, 1, memory_order_relaxed);
 		left -= (size_t)n;
 		xs_iov_advance(&p, &cnt, (size_t)n);
 	}
@@ -1016,6 +1023,7 @@ static int engine_flush_rem(struct xs_conn *c)
 		}
 		struct iovec *p = c->tx_rem;
 		int cnt = c->tx_remcnt;
+		atomic_fetch_add_explicit(&c->tx_writes, 1, memory_order_relaxed);
 		xs_iov_advance(&p, &cnt, (size_t)n);
 		memmove(c->tx_rem, p, (size_t)cnt * sizeof(*p));
 		c->tx_remcnt = cnt;
@@ -2254,6 +2262,14 @@ static void kick_start(struct xs_conn *c)
 	late_timer_arm();
 }
 
+static void kick_send(struct xs_conn *c, const char *why)
+{
+	c->kick_pending = true;
+	engine_tx(c); /* an owner sending now kicks by itself */
+	c->kick_pending = false; /* never later: it could meet a close */
+	xs_log("kick: zero-length Write %s", why);
+}
+
 static void kick_scan(uint64_t now)
 {
 	struct xs_conn **pp = &eng.kick;
@@ -2261,28 +2277,38 @@ static void kick_scan(uint64_t now)
 	while (*pp) {
 		struct xs_conn *c = *pp;
 		enum conn_state st = c->state;
-		bool live = (st == CONN_ACCEPTED || st == CONN_ESTABLISHED) && !c->dead &&
-			    !atomic_load_explicit(&c->rx_any, memory_order_relaxed);
+		bool more = false;
 
-		if (live && (now < c->kick_due_ms || st == CONN_ACCEPTED)) {
-			pp = &c->kick_next; /* not due, or its QP is not attached yet */
-			continue;
+		if ((st != CONN_ACCEPTED && st != CONN_ESTABLISHED) || c->dead) {
+			more = false; /* gone */
+		} else if (st == CONN_ACCEPTED) {
+			more = true; /* its QP is not attached yet */
+		} else if (atomic_load_explicit(&c->rx_any, memory_order_relaxed)) {
+			unsigned w = atomic_load_explicit(&c->tx_writes, memory_order_relaxed);
+
+			if (!c->kick_spoke) {
+				c->kick_spoke = true;
+				c->kick_tx_mark = w;
+				more = true; /* look again next tick */
+			} else if (w == c->kick_tx_mark) {
+				kick_send(c, "after the peer's first octets, nothing sent since");
+			}
+		} else if (now < c->kick_due_ms) {
+			more = true;
+		} else {
+			kick_send(c, "while the peer is silent");
+			if (c->kick_wait_ms < XS_KICK_LAST_MS) {
+				c->kick_wait_ms *= 2;
+				c->kick_due_ms = now + c->kick_wait_ms;
+				more = true;
+			}
 		}
-		if (live) {
-			c->kick_pending = true;
-			engine_tx(c); /* an owner sending now kicks by itself */
-			xs_log("kick: zero-length Write %u ms after the Reply, the peer silent",
-			       2 * c->kick_wait_ms - XS_KICK_FIRST_MS);
-		}
-		if (live && c->kick_wait_ms < XS_KICK_LAST_MS) {
-			c->kick_wait_ms *= 2;
-			c->kick_due_ms = now + c->kick_wait_ms;
+		if (more) {
 			pp = &c->kick_next;
 			continue;
 		}
 		*pp = c->kick_next;
 		c->on_kick_list = false;
-		c->kick_pending = false;
 		conn_unref(c); /* the list's */
 	}
 }
@@ -2794,6 +2820,22 @@ void xs_conn_put(struct xs_conn *c)
 
 /* ---- listen / accept / connect ------------------------------------------------- */
 
+/* A bind refused because of a kept listening socket just dropped: the
+ * closed listener's own descriptor goes with the engine's next passes
+ * (run_commands), a little later.  Bounded: about a second. */
+static int bind_again(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	for (int i = 0; i < 100; i++) {
+		if (bind(fd, addr, len) == 0)
+			return 0;
+		if (errno != EADDRINUSE)
+			return -1;
+		engine_wake();
+		xs_sleep_ms(10);
+	}
+	return -1;
+}
+
 struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
 			      int v6only, xs_accept_fn cb, xs_plain_fn plain, void *ctx)
 {
@@ -2826,7 +2868,10 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	if (addr->sa_family == AF_INET6 && v6only >= 0 &&
 	    setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
 		goto fail_fd;
-	if (bind(l->fd, addr, len) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0)
+	if (bind(l->fd, addr, len) < 0 &&
+	    (errno != EADDRINUSE || !xs_spare_drop_port(addr, len) || bind_again(l->fd, addr, len) < 0))
+		goto fail_fd; /* (a kept socket on the port, another address: not ours to keep) */
+	if (listen(l->fd, backlog > 0 ? backlog : 128) < 0)
 		goto fail_fd;
 listening:
 	l->cb = cb;

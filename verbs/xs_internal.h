@@ -45,11 +45,14 @@ int xs_fd_close(int fd);
  * XS_SPARE_MS for a listen on the same address in this process.  Any
  * thread; a short internal lock.  keep: true if fd's socket was kept (a
  * duplicate; the caller closes fd).  take: the kept socket bound to
- * exactly addr (still listening, its backlog intact), or -1.  expire:
- * closes the overdue ones, returns how many are left. */
+ * exactly addr (still listening, its backlog intact), or -1.  drop_port:
+ * closes those on addr's port (a bind there to another address failed
+ * because of them); true if there were any.  expire: closes the overdue
+ * ones, returns how many are left. */
 #define XS_SPARE_MS 1500
 bool xs_spare_keep(int fd);
 int xs_spare_take(const struct sockaddr *addr, socklen_t len);
+bool xs_spare_drop_port(const struct sockaddr *addr, socklen_t len);
 unsigned xs_spare_expire(uint64_t now_ms);
 
 /* ---- configuration (environment, read once; see xsock-run(1)) ------------ */

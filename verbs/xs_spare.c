@@ -81,6 +81,36 @@ int xs_spare_take(const struct sockaddr *addr, socklen_t len)
 	return fd;
 }
 
+static uint16_t sa_port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ss)->sin_port;
+	if (ss->ss_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)ss)->sin6_port;
+	return 0;
+}
+
+bool xs_spare_drop_port(const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_storage want = { 0 };
+	bool dropped = false;
+
+	if (len > sizeof(want))
+		return false;
+	memcpy(&want, addr, len);
+	pthread_mutex_lock(&spare_mu);
+	for (int i = 0; i < XS_SPARE_MAX && spare_count; i++) {
+		if (spares[i].fd < 0 || sa_port_of(&spares[i].addr) != sa_port_of(&want))
+			continue;
+		xs_fd_close(spares[i].fd);
+		spares[i].fd = -1;
+		spare_count--;
+		dropped = true;
+	}
+	pthread_mutex_unlock(&spare_mu);
+	return dropped;
+}
+
 unsigned xs_spare_expire(uint64_t now)
 {
 	unsigned left;
