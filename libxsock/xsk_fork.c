@@ -101,6 +101,12 @@ bool xsk_fork_quiet(struct xsk *s)
 
 	if (s->foreign)
 		return true;
+	if (st && st->kernel) {
+		/* no cross-process claims: a pre-fork server's parent closes
+		 * what its child goes on with, the child the listener */
+		unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
+		return s->born_gen != g && s->claim_gen != g;
+	}
 	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
 }
 

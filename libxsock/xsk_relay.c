@@ -66,11 +66,14 @@ static void chan_free(struct xsk_relay *r)
 /* fork prepare (s->mu not held, the fd table locked): one more channel. */
 void xsk_relay_fork_prepare(struct xsk *s)
 {
+	const struct xsk_stack *st = xsk_stack();
 	struct xsk_relay *r;
 	int sp[2];
 
 	if (s->state != XSK_CONNECTED || s->foreign || s->peer_gone)
 		return;
+	if (st && st->kernel)
+		return; /* no claims tell an owner from a client */
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return;
