@@ -80,7 +80,9 @@ bool xsk_fork_use(struct xsk *s)
 	}
 	s->claim_gen = g;
 	st = xsk_stack();
-	if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
+	if (st && st->kernel && s->owner_pid != getpid())
+		s->foreign = true; /* the kernel obeys the maker alone: a relay client */
+	else if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
 		s->foreign = true;
 	else if (s->relay)
 		xsk_relay_owner(s); /* serve the other processes' copies */
@@ -101,12 +103,8 @@ bool xsk_fork_quiet(struct xsk *s)
 
 	if (s->foreign)
 		return true;
-	if (st && st->kernel) {
-		/* no cross-process claims: a pre-fork server's parent closes
-		 * what its child goes on with, the child the listener */
-		unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
-		return s->born_gen != g && s->claim_gen != g;
-	}
+	if (st && st->kernel)
+		return s->owner_pid != getpid();
 	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
 }
 

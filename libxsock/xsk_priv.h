@@ -332,7 +332,7 @@ struct xsk {
 	struct xsk_ext *ext;
 	/* fork (xsk_fork.c) */
 	unsigned claim_gen; /* xsk_fork_gen when last claimed */
-	unsigned born_gen; /* xsk_fork_gen when made (a kernel stack's quiet close) */
+	pid_t owner_pid; /* the process that made it: a kernel stack obeys it alone */
 	bool foreign; /* another process uses the connection: EBUSY here */
 	_Atomic unsigned svc_gen; /* listener: xsk_fork_gen when handed to the service thread */
 	unsigned refresh_gen; /* child: xsk_fork_gen when its fds were remade */
@@ -509,9 +509,8 @@ bool xsk_vfork_child(void);
 void xsk_fork_listener_use(struct xsk *s);
 /* close(): true if closing must not disconnect (the connection is shared
  * and this process has not used it, or another process uses it).  Over a
- * kernel stack, which cannot tell what another process did: true for a
- * socket made before this process's last fork and not used since (the
- * kernel's objects are then left alone: see xsk_free). */
+ * kernel stack: true in every process but the one that made the socket
+ * (the kernel's objects are then left alone: see xsk_free). */
 bool xsk_fork_quiet(struct xsk *s);
 void xsk_svc_fork_prepare(void);
 void xsk_svc_fork_parent(void);
@@ -539,6 +538,11 @@ void xsk_relay_fork_child(void);
 void xsk_relay_owner(struct xsk *s);
 int xsk_relay_client(struct xsk *s, bool rd);
 void xsk_relay_free(struct xsk *s); /* xsk_free (s->mu not held) */
+/* xsk_free over a kernel stack (s->mu not held): true if s went to its
+ * relay thread instead (this process made the connection, its application
+ * closed it, another process still holds a relay copy); that thread calls
+ * xsk_free again once the copy is closed */
+bool xsk_relay_orphan(struct xsk *s);
 /* xsk_intercept.c for the relay threads: one non-blocking call on s (dir
  * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the
  * interposed calls */

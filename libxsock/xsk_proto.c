@@ -119,7 +119,7 @@ struct xsk *xsk_new(int family)
 		return NULL;
 	pthread_mutex_init(&s->mu, NULL);
 	s->family = family;
-	s->born_gen = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
+	s->owner_pid = getpid();
 	s->epfd = -1;
 	s->plain_fd = -1;
 	s->ready_fd = -1;
@@ -1545,6 +1545,8 @@ void xsk_free(struct xsk *s)
 
 	if (!s)
 		return;
+	if (xsk_relay_orphan(s))
+		return; /* its relay thread frees it */
 	xsk_relay_free(s); /* its threads use s */
 	svc_del(s);
 	xsk_ext_free(s);
