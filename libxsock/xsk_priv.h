@@ -142,11 +142,12 @@ struct xsk_stack {
 	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 	/* The verbs and CM objects are the kernel's (no xsock_priv_fork_init:
-	 * rdma-core): after a fork, parent and child name the same QP, CQ,
-	 * MR and cm_id through shared files, so destroying them in one
-	 * process ends them in the other (xsk_fork_quiet), and the memory
-	 * the kernel places data in is MAP_SHARED so that the process that
-	 * goes on with a connection sees it (xsk_proto.c) */
+	 * rdma-core): after a fork, parent and child hold the same QP, CQ, MR
+	 * and cm_id through shared files, but the kernel obeys only the
+	 * process that opened them (EACCES for the others).  The maker owns
+	 * a connection for good, other processes are relay clients and close
+	 * their copies quietly (xsk_fork_use, xsk_fork_quiet, xsk_relay.c);
+	 * the rings are MAP_SHARED, never copied at fork (xsk_proto.c) */
 	bool kernel;
 };
 

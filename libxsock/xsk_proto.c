@@ -243,10 +243,11 @@ struct xsk_adopt_mr {
 };
 
 /* The memory the stack places data in or sends from.  Over a kernel stack
- * it is MAP_SHARED: after a fork the kernel keeps placing into the pages it
- * pinned at registration, and the process that goes on with the connection
- * must see them (a private copy-on-write page would go stale in one of the
- * two).  NULL on failure. */
+ * it is MAP_SHARED, which fork never copies: the kernel keeps placing into
+ * the pages it pinned at registration, and those must stay the owner's (a
+ * private page written after a fork was copied for the writer on older
+ * kernels, the old page left to the kernel and the child: the reason for
+ * rdma-core's ibv_fork_init).  NULL on failure. */
 static void *ring_alloc(const struct xsk_stack *st, size_t len)
 {
 	void *p;
