@@ -239,7 +239,8 @@ static void prepare(struct plan *p)
 	}
 	if (!p->n)
 		return;
-	p->memfd = memfd_create("xsock-exec", 0);
+	/* (no memfd without a hand-over: it would reach the new program) */
+	p->memfd = st && st->export ? memfd_create("xsock-exec", 0) : -1;
 	if (!st || !st->export || p->memfd < 0) {
 		for (int i = 0; i < p->n; i++)
 			p->c[i].s = NULL;
