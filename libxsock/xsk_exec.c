@@ -207,6 +207,8 @@ static void prepare(struct plan *p)
 	memset(p, 0, sizeof(*p));
 	p->memfd = -1;
 	xsk_tab_each(collect, p);
+	if (!p->n)
+		return; /* (no stack loaded into every exec of a shell) */
 	st = xsk_stack();
 	/* A socket goes to the new program when this process owns it, or
 	 * when it is the new program's stdin, stdout or stderr (inetd's
@@ -237,7 +239,8 @@ static void prepare(struct plan *p)
 	}
 	if (!p->n)
 		return;
-	p->memfd = memfd_create("xsock-exec", 0);
+	/* (no memfd without a hand-over: it would reach the new program) */
+	p->memfd = st && st->export ? memfd_create("xsock-exec", 0) : -1;
 	if (!st || !st->export || p->memfd < 0) {
 		for (int i = 0; i < p->n; i++)
 			p->c[i].s = NULL;

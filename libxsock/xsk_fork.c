@@ -80,7 +80,9 @@ bool xsk_fork_use(struct xsk *s)
 	}
 	s->claim_gen = g;
 	st = xsk_stack();
-	if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
+	if (st && st->kernel && s->owner_pid != getpid())
+		s->foreign = true; /* the kernel obeys the maker alone: a relay client */
+	else if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
 		s->foreign = true;
 	else if (s->relay)
 		xsk_relay_owner(s); /* serve the other processes' copies */
@@ -101,6 +103,8 @@ bool xsk_fork_quiet(struct xsk *s)
 
 	if (s->foreign)
 		return true;
+	if (st && st->kernel)
+		return s->owner_pid != getpid();
 	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
 }
 

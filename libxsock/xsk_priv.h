@@ -65,8 +65,12 @@ struct xsk_libc {
 };
 extern struct xsk_libc xsk_real;
 
-/* The stack (libiwarp), looked up in libiwarp itself so that a real
- * librdmacm/libibverbs loaded by the program never answers. */
+/* The stack, looked up in its own handle so that another librdmacm or
+ * libibverbs loaded by the program never answers: libiwarp, or rdma-core's
+ * librdmacm.so.1 (XSOCK_IWARP_LIB; its handle finds the ibv_* calls in
+ * libibverbs, a dependency).  rdma-core has none of the xsock_priv_*
+ * calls below: each is NULL there and libxsock uses the standard calls
+ * instead (xsock(7) KERNEL STACK). */
 struct xsk_stack {
 	struct rdma_event_channel *(*create_event_channel)(void);
 	void (*destroy_event_channel)(struct rdma_event_channel *);
@@ -137,6 +141,14 @@ struct xsk_stack {
 	int (*cq_arm)(struct ibv_cq *, int on);
 	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
+	/* The verbs and CM objects are the kernel's (no xsock_priv_fork_init:
+	 * rdma-core): after a fork, parent and child hold the same QP, CQ, MR
+	 * and cm_id through shared files, but the kernel obeys only the
+	 * process that opened them (EACCES for the others).  The maker owns
+	 * a connection for good, other processes are relay clients and close
+	 * their copies quietly (xsk_fork_use, xsk_fork_quiet, xsk_relay.c);
+	 * the rings are MAP_SHARED, never copied at fork (xsk_proto.c) */
+	bool kernel;
 };
 
 enum { XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT }; /* libiwarp's XS_TCP_* */
@@ -306,6 +318,7 @@ struct xsk {
 	bool cm_gone; /* DISCONNECTED arrived (its status tells a reset) */
 	bool qp_failed; /* a work request completed in error */
 	bool disc_sent;
+	bool disc_pending; /* a kernel stack's close: its DISCONNECT not yet completed */
 	bool sgl_seen; /* an SGL message came (possibly before ESTABLISHED was read) */
 	bool in_accept_queue;
 
@@ -320,6 +333,7 @@ struct xsk {
 	struct xsk_ext *ext;
 	/* fork (xsk_fork.c) */
 	unsigned claim_gen; /* xsk_fork_gen when last claimed */
+	pid_t owner_pid; /* the process that made it: a kernel stack obeys it alone */
 	bool foreign; /* another process uses the connection: EBUSY here */
 	_Atomic unsigned svc_gen; /* listener: xsk_fork_gen when handed to the service thread */
 	unsigned refresh_gen; /* child: xsk_fork_gen when its fds were remade */
@@ -495,7 +509,9 @@ bool xsk_vfork_child(void);
 /* accept(): a listener inherited by a child gets a service thread again. */
 void xsk_fork_listener_use(struct xsk *s);
 /* close(): true if closing must not disconnect (the connection is shared
- * and this process has not used it, or another process uses it). */
+ * and this process has not used it, or another process uses it).  Over a
+ * kernel stack: true in every process but the one that made the socket
+ * (the kernel's objects are then left alone: see xsk_free). */
 bool xsk_fork_quiet(struct xsk *s);
 void xsk_svc_fork_prepare(void);
 void xsk_svc_fork_parent(void);
@@ -523,6 +539,11 @@ void xsk_relay_fork_child(void);
 void xsk_relay_owner(struct xsk *s);
 int xsk_relay_client(struct xsk *s, bool rd);
 void xsk_relay_free(struct xsk *s); /* xsk_free (s->mu not held) */
+/* xsk_free over a kernel stack (s->mu not held): true if s went to its
+ * relay thread instead (this process made the connection, its application
+ * closed it, another process still holds a relay copy); that thread calls
+ * xsk_free again once the copy is closed */
+bool xsk_relay_orphan(struct xsk *s);
 /* xsk_intercept.c for the relay threads: one non-blocking call on s (dir
  * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the
  * interposed calls */

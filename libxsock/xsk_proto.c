@@ -39,6 +39,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libxsock/xsk_priv.h"
@@ -56,6 +58,7 @@
 
 #define WR_RECV (1ull << 63)
 #define WR_DATA (1ull << 62)
+#define WR_DISC (1ull << 59) /* a kernel stack's closing DISCONNECT (signaled) */
 
 /* ---- connection data ---------------------------------------------------------- */
 
@@ -116,6 +119,7 @@ struct xsk *xsk_new(int family)
 		return NULL;
 	pthread_mutex_init(&s->mu, NULL);
 	s->family = family;
+	s->owner_pid = getpid();
 	s->epfd = -1;
 	s->plain_fd = -1;
 	s->ready_fd = -1;
@@ -238,6 +242,34 @@ struct xsk_adopt_mr {
 	uint64_t iova;
 };
 
+/* The memory the stack places data in or sends from.  Over a kernel stack
+ * it is MAP_SHARED, which fork never copies: the kernel keeps placing into
+ * the pages it pinned at registration, and those must stay the owner's (a
+ * private page written after a fork was copied for the writer on older
+ * kernels, the old page left to the kernel and the child: the reason for
+ * rdma-core's ibv_fork_init).  NULL on failure. */
+static void *ring_alloc(const struct xsk_stack *st, size_t len)
+{
+	void *p;
+
+	if (st->kernel) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	if (posix_memalign(&p, 4096, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+static void ring_free(const struct xsk_stack *st, void *p, size_t len)
+{
+	if (p && st && st->kernel)
+		munmap(p, len);
+	else
+		free(p);
+}
+
 static int setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad)
 {
 	struct ibv_context *ctx = s->id->verbs;
@@ -264,9 +296,9 @@ static int setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_
 	sgl_off = s->rbuf_size;
 	msg_off = sgl_off + RS_SGL_SIZE * RS_SGE_LEN;
 	s->mem_len = msg_off + s->nrecv * 4u;
-	if (posix_memalign((void **)&s->mem, 4096, s->mem_len))
+	s->mem = ring_alloc(st, s->mem_len);
+	if (!s->mem)
 		return -ENOMEM;
-	memset(s->mem, 0, s->mem_len);
 	s->rbuf = s->mem;
 	s->target_sgl = (volatile struct rs_sge_h *)(void *)(s->mem + sgl_off);
 	s->rmsgbuf = (uint32_t *)(void *)(s->mem + msg_off);
@@ -279,7 +311,7 @@ static int setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_
 				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!s->rmr)
 		return -(errno ? errno : ENOMEM);
-	s->sbuf = malloc(s->sbuf_size);
+	s->sbuf = ring_alloc(st, s->sbuf_size);
 	if (!s->sbuf)
 		return -ENOMEM;
 	s->smr = st->reg_mr(s->pd, s->sbuf, s->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
@@ -577,6 +609,8 @@ static void poll_cq_rx(struct xsk *s, bool rx)
 					s->sbuf_tail = 0;
 				if (wc[i].status != IBV_WC_SUCCESS)
 					conn_reset(s);
+			} else if (wc[i].wr_id == WR_DISC) {
+				s->disc_pending = false;
 			} else if (wc[i].wr_id & (XSK_WR_EXT | XSK_WR_USER)) {
 				xsk_ext_wc(s, &wc[i]);
 				if (wc[i].status != IBV_WC_SUCCESS)
@@ -1410,6 +1444,101 @@ void xsk_svc_fork_child(void)
 
 /* ---- teardown --------------------------------------------------------------------- */
 
+/* ---- close over a kernel stack ------------------------------------------------ */
+
+/* libiwarp's engine finishes a closed connection after close() returned
+ * (it sends what was posted, then lingers until the peer's FIN).  Over a
+ * kernel stack nothing outlives the QP and the cm_id, and siw fails the
+ * work requests still queued when the QP leaves RTS: close() itself waits,
+ * as rsockets' rclose does, for the stream's sends, then for the
+ * DISCONNECT message, then (after rdma_disconnect) for the peer's end, so
+ * that what arrives meanwhile is read rather than met by a reset.  The
+ * whole wait is bounded by XSOCK_LINGER_MS (default 1000 ms). */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int close_linger_ms(void)
+{
+	static int ms = -1;
+	const char *e;
+
+	if (ms < 0) {
+		e = getenv("XSOCK_LINGER_MS");
+		ms = e && *e ? atoi(e) : 1000;
+		if (ms < 0)
+			ms = 0;
+	}
+	return ms;
+}
+
+static bool sends_done(const struct xsk *s)
+{
+	return s->sbuf_used == 0;
+}
+
+static bool disc_done(const struct xsk *s)
+{
+	return !s->disc_pending;
+}
+
+static bool cm_done(const struct xsk *s)
+{
+	return s->cm_gone;
+}
+
+/* Until done(s), the connection fails or the deadline (CLOCK_MONOTONIC
+ * ms) passes; s->mu held, no other reference. */
+static void close_wait(struct xsk *s, const struct xsk_stack *st, bool (*done)(const struct xsk *),
+		       int64_t deadline)
+{
+	for (;;) {
+		struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
+				       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
+		int64_t left;
+
+		drain_cm(s, st);
+		drain_cq_events(s, st, true);
+		poll_cq_rx(s, true);
+		left = deadline - now_ms();
+		if (done(s) || s->qp_failed || left <= 0)
+			return;
+		xsk_real.poll(p, 2, (int)(left > 100 ? 100 : left));
+	}
+}
+
+static void kernel_close(struct xsk *s, const struct xsk_stack *st)
+{
+	int64_t deadline = now_ms() + close_linger_ms();
+	bool live = s->state == XSK_CONNECTED && !s->cm_gone && !s->qp_failed;
+
+	if (live)
+		close_wait(s, st, sends_done, deadline);
+	if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent && !s->qp_failed) {
+		uint32_t m = RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT);
+		struct ibv_sge sge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+		struct ibv_send_wr wr = { .wr_id = WR_DISC, .opcode = IBV_WR_SEND, .sg_list = &sge,
+					  .num_sge = 1,
+					  .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED };
+		struct ibv_send_wr *bad;
+
+		if (s->swap)
+			m = swap32(m);
+		s->disc_sent = true;
+		s->disc_pending = ibv_post_send(s->id->qp, &wr, &bad) == 0;
+		if (live)
+			close_wait(s, st, disc_done, deadline);
+	}
+	if (s->state == XSK_CONNECTED || s->state == XSK_CONNECTING)
+		st->disconnect(s->id);
+	if (live)
+		close_wait(s, st, cm_done, deadline);
+}
+
 void xsk_free(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
@@ -1417,6 +1546,8 @@ void xsk_free(struct xsk *s)
 
 	if (!s)
 		return;
+	if (xsk_relay_orphan(s))
+		return; /* its relay thread frees it */
 	xsk_relay_free(s); /* its threads use s */
 	svc_del(s);
 	xsk_ext_free(s);
@@ -1429,7 +1560,23 @@ void xsk_free(struct xsk *s)
 		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset */
 		s->disc_sent = true;
 	}
-	if (st && s->id && !xsk_fork_quiet(s)) {
+	if (st && st->kernel && xsk_fork_quiet(s)) {
+		/* the kernel's objects are the other process's too: leave them
+		 * (and the stack's small structures) to it, close our files */
+		if (s->cch)
+			xsk_real.close(s->cch->fd);
+		if (s->ch)
+			xsk_real.close(s->ch->fd);
+		s->id = NULL;
+		s->cch = NULL;
+		s->ch = NULL;
+		s->cq = NULL;
+		s->rmr = s->smr = NULL;
+		s->pd = NULL;
+	}
+	if (st && st->kernel && s->id && !xsk_fork_quiet(s)) {
+		kernel_close(s, st);
+	} else if (st && s->id && !xsk_fork_quiet(s)) {
 		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
 			s->disc_sent = true;
 			post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
@@ -1474,8 +1621,8 @@ void xsk_free(struct xsk *s)
 	}
 	if (st && s->pd)
 		st->dealloc_pd(s->pd);
-	free(s->mem);
-	free(s->sbuf);
+	ring_free(st, s->mem, s->mem_len);
+	ring_free(st, s->sbuf, s->sbuf_size);
 	free(s->rmsg);
 	if (s->plain_fd >= 0)
 		xsk_real.close(s->plain_fd);

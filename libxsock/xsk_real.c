@@ -1,6 +1,8 @@
 /* The real entry points: libc's (dlsym RTLD_NEXT, once) and the stack's
- * (dlsym in libiwarp's own handle, so that a real librdmacm that the
- * program links never answers our calls). */
+ * (dlsym in the stack's own handle, so that a real librdmacm that the
+ * program links never answers our calls).  The stack is libiwarp, or
+ * rdma-core's librdmacm.so.1 over a kernel device (XSOCK_IWARP_LIB): the
+ * xsock_priv_* calls are libiwarp's only and optional. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 
 struct xsk_libc xsk_real;
@@ -136,6 +139,13 @@ static void stack_init_once(void)
 	SYM(ack_cq_events, "ibv_ack_cq_events");
 	SYM(query_qp, "ibv_query_qp");
 	SYM(set_option, "rdma_set_option");
+	/* the standard calls only, as over rdma-core (tests/test-xsock-nopriv.sh
+	 * runs libiwarp so) */
+	const char *priv = getenv("XSOCK_STACK_PRIV");
+	if (priv && !strcmp(priv, "0")) {
+		stack.kernel = true;
+		goto done;
+	}
 	/* fork support (libiwarp's private node): optional */
 	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
 	*(void **)&stack.fd_keep = dlsym(h, "xsock_priv_fd_keep");
@@ -161,6 +171,12 @@ static void stack_init_once(void)
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)
 		fork_init(); /* the stack's fork handlers first */
+	else
+		stack.kernel = true; /* rdma-core: shared kernel objects at fork */
+done:
+	if (stack.kernel && xsk_debug())
+		fprintf(stderr, "libxsock: %s: standard verbs and rdma_cm calls only (xsock(7) KERNEL STACK)\n",
+			lib);
 	xsk_fork_register();
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;

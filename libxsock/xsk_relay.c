@@ -18,7 +18,16 @@
  * reader and one writer is the pattern that needs it.  Two readers get
  * what the owner does not read; a client that first wrote gets nothing.  A client's shutdown(SHUT_WR) reaches the peer; the
  * connection lives until the owner closes it and every client has closed
- * its copy. */
+ * its copy.
+ *
+ * Over a kernel stack (xsock(7) KERNEL STACK) only the process that made a
+ * connection can drive it: the kernel refuses the rdma_cm and verbs
+ * commands of another process on the same files (EACCES).  So the maker
+ * is always the owner and every other process a client.  When the owner's
+ * application closes a connection a client still holds (the pre-fork
+ * server's parent), the connection is orphaned to the relay thread: it
+ * serves the client alone (every byte that arrives goes to it) and closes
+ * the connection once the client has closed its copy. */
 #include "config.h"
 
 #include <errno.h>
@@ -41,6 +50,7 @@ struct xsk_relay {
 	pid_t thr_pid; /* the process whose thread serves it (0: none, -1: a client's) */
 	pthread_t thr;
 	_Atomic bool stop; /* xsk_free: end now */
+	_Atomic bool orphan; /* the owner's application closed: the thread frees s */
 	struct xsk *s;
 };
 
@@ -66,11 +76,14 @@ static void chan_free(struct xsk_relay *r)
 /* fork prepare (s->mu not held, the fd table locked): one more channel. */
 void xsk_relay_fork_prepare(struct xsk *s)
 {
+	const struct xsk_stack *st = xsk_stack();
 	struct xsk_relay *r;
 	int sp[2];
 
 	if (s->state != XSK_CONNECTED || s->foreign || s->peer_gone)
 		return;
+	if (st && st->kernel && s->owner_pid != getpid())
+		return; /* a client already: only the maker relays */
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return;
@@ -151,6 +164,9 @@ static void *relay_main(void *arg)
 		int fds[3], n = 0, nw;
 		bool moved = false;
 
+		bool orphan = atomic_load(&r->orphan);
+		if (!client && orphan)
+			client = true; /* the only reader left */
 		if (!client) {
 			uint64_t v;
 			client = xsk_real.read(r->ctl, &v, sizeof(v)) == sizeof(v);
@@ -181,7 +197,7 @@ static void *relay_main(void *arg)
 		}
 		/* connection -> client */
 		bool want_down = client && !down_eof &&
-				 s->app_read_gen != atomic_load(&xsk_fork_gen);
+				 (orphan || s->app_read_gen != atomic_load(&xsk_fork_gen));
 		if (want_down && !down_n) {
 			ssize_t k = xsk_relay_io(s, down, RELAY_BUF, 0);
 			if (k > 0) {
@@ -231,8 +247,33 @@ out:
 	/* the clients see EOF; xsk_free joins and frees */
 	pthread_mutex_lock(&s->mu);
 	close_fd(&r->sp0);
+	bool orphan = atomic_load(&r->orphan);
 	pthread_mutex_unlock(&s->mu);
+	if (orphan) {
+		/* nobody joins an orphan's thread: it closes the connection */
+		pthread_detach(pthread_self());
+		r->thr_pid = 0;
+		xsk_free(s);
+	}
 	return NULL;
+}
+
+/* A thread of this process for r (s->mu held); false if none could start. */
+static bool relay_start(struct xsk_relay *r)
+{
+	pthread_mutex_lock(&relay_mu);
+	relay_starting++;
+	if (pthread_create(&r->thr, NULL, relay_main, r)) {
+		relay_starting--;
+		pthread_mutex_unlock(&relay_mu);
+		if (xsk_debug())
+			fprintf(stderr, "libxsock: no relay thread: the other processes' "
+					"copies of the connection see EOF\n");
+		return false;
+	}
+	r->thr_pid = getpid();
+	pthread_mutex_unlock(&relay_mu);
+	return true;
 }
 
 /* The claim went to this process (s->mu held): keep sp0 of each channel,
@@ -255,23 +296,14 @@ void xsk_relay_owner(struct xsk *s)
 			chan_free(r);
 			continue;
 		}
-		r->thr_pid = me;
 		if (xsk_debug())
 			fprintf(stderr, "libxsock: pid %d owns a connection other processes hold: "
 					"their copies are relayed\n", (int)me);
-		pthread_mutex_lock(&relay_mu);
-		relay_starting++;
-		if (pthread_create(&r->thr, NULL, relay_main, r)) {
-			relay_starting--;
-			pthread_mutex_unlock(&relay_mu);
-			if (xsk_debug())
-				fprintf(stderr, "libxsock: no relay thread: the other processes' "
-						"copies of the connection see EOF\n");
+		if (!relay_start(r)) {
 			*pp = r->next;
 			chan_free(r);
 			continue;
 		}
-		pthread_mutex_unlock(&relay_mu);
 		pp = &r->next;
 	}
 }
@@ -313,6 +345,38 @@ int xsk_relay_client(struct xsk *s, bool rd)
 		keep->thr_pid = -1; /* announced */
 	}
 	return keep->sp1;
+}
+
+bool xsk_relay_orphan(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+	pid_t me = getpid();
+	struct xsk_relay *keep = NULL;
+
+	if (!st || !st->kernel || !s->relay || s->owner_pid != me)
+		return false;
+	pthread_mutex_lock(&s->mu);
+	if (s->state == XSK_CONNECTED && !s->foreign)
+		for (struct xsk_relay *r = s->relay; r && !keep; r = r->next)
+			if (r->sp0 >= 0 && (r->thr_pid == 0 || r->thr_pid == me) && !hup(r->sp0))
+				keep = r;
+	if (keep) {
+		close_fd(&keep->sp1); /* ours: the client's copy alone keeps it open */
+		if (keep->sp0 >= 0 && hup(keep->sp0)) {
+			keep = NULL; /* (that was the last copy) */
+		} else {
+			atomic_store(&keep->orphan, true);
+			if (keep->thr_pid != me && !relay_start(keep)) {
+				atomic_store(&keep->orphan, false);
+				keep = NULL;
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (keep && xsk_debug())
+		fprintf(stderr, "libxsock: pid %d closed a connection another process uses: "
+				"relayed until that process closes it\n", (int)me);
+	return keep != NULL;
 }
 
 /* xsk_free, before anything goes (s->mu not held): this process's relay

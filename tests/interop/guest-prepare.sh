@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # guest-prepare.sh: everything the interop guest needs, cached.
-#   1. packages (qemu, busybox, rdma-core tools, perftest, tcpdump, tshark)
+#   1. packages (qemu, busybox, rdma-core tools, perftest, tcpdump, tshark,
+#      socat)
 #   2. siw.ko with kpatch/siw-mpa-params.patch (kpatch/build-siw.sh)
 #   3. Debian's kernel image for the same ABI (apt-get download, unpacked)
 #   4. the initramfs: busybox, rdma-core userland copied from the host with
@@ -36,7 +37,7 @@ lap() { local t; t=$(date +%s.%N)
 need=()
 for p in qemu-system-x86 busybox-static cpio kmod gzip iproute2 tcpdump tshark rdma-core \
          libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils rdmacm-utils perftest \
-         libibverbs-dev librdmacm-dev gcc strace; do
+         libibverbs-dev librdmacm-dev gcc strace socat; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -75,7 +76,8 @@ core=$(find "$mods" -name ib_core.ko | head -n 1)
 lap "kernel image"
 
 # Userland: host binaries and everything they load.
-bins=(/usr/bin/busybox /usr/bin/tcpdump /usr/bin/rdma /usr/sbin/ip /usr/bin/strace)
+# socat: the kernel-path cells run it under libxsock (matrix.sh, *-k-*)
+bins=(/usr/bin/busybox /usr/bin/tcpdump /usr/bin/rdma /usr/sbin/ip /usr/bin/strace /usr/bin/socat)
 for pkg in ibverbs-utils rdmacm-utils perftest; do
     while read -r f; do [ -f "$f" ] && [ -x "$f" ] && bins+=("$f"); done \
         < <(dpkg -L "$pkg" | grep -E '^/usr/s?bin/[^/]+$')

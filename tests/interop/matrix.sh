@@ -57,6 +57,12 @@ cells+=("hc-r1c0-rping hc rping r1c0 fail")
 # siw has no Markers: it answers M=1 with a Reject; xsock must say so.
 cells+=("hc-mk-rping hc rping mk fail")
 cells+=("hc-err-errpeer hc errpeer r2c0 pass" "gc-err-errpeer gc errpeer r2c0 pass")
+# The kernel-level path (issue 14): socat under libxsock in the guest with
+# rdma-core's librdmacm/libibverbs on siw0 (xsock-run --stack rdma-core, no
+# libiwarp) against socat under xsock-run --iwarp (libiwarp) on the host: a
+# file each way, and a fork server with several clients (run_kpair)
+cells+=("hc-k-xfer hc kxfer r2c0 pass" "gc-k-xfer gc kxfer r2c0 pass"
+        "hc-k-fork hc kfork r2c0 pass" "gc-k-fork gc kfork r2c0 pass")
 
 if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 [ -x "$xs_run" ] || { echo "matrix: no $xs_run (set XS_TOP_BUILDDIR)" >&2; exit 2; }
@@ -138,6 +144,7 @@ tool_cmds() { # tool_cmds TOOL SIZE -> sets srv cli
 }
 sizes() { case $1 in rping) echo "100 65535" ;; ucmatose) echo "100 8000" ;;
                      errpeer) echo "0" ;; rstream) echo "64 4096 65536 1048576" ;;
+                     kxfer) echo "4194304" ;; kfork) echo "262144" ;;
                      *) echo "4096 131072" ;; esac; }
 
 results=$out/matrix.md
@@ -145,9 +152,121 @@ results=$out/matrix.md
 nfail=0 npass=0
 t_matrix=$(date +%s)
 
+# ---- the kernel-path cells (kxfer, kfork) ------------------------------------
+# The guest side is socat under libxsock alone, with the host-built libxsock
+# and xsock-run from the share (/host/kpath): its IWARP sockets run on siw0
+# through the guest's real librdmacm/libibverbs.  The host side is socat
+# under xsock-run --iwarp (libiwarp).
+kpath_stage() { # once: the guest's libxsock, xsock-run, the data
+    [ -f "$out/kpath/.staged" ] && return 0
+    mkdir -p "$out/kpath" && chmod 0777 "$out/kpath" &&
+    cp -L "$bld/libxsock/.libs/libxsock.so.0" "$out/kpath/libxsock.so.0" &&
+    cp "$xs_run" "$out/kpath/xsock-run" && touch "$out/kpath/.staged"
+}
+# the guest's command prefix: libxsock over rdma-core (XSOCK_SOCK_LIB: this
+# copy, not the build tree's path that xsock-run was made with)
+kg_run="XSOCK_SOCK_LIB=/host/kpath/libxsock.so.0 sh /host/kpath/xsock-run --stack rdma-core --iwarp"
+ksha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# kxfer: SIZE random octets client -> server, then another SIZE server ->
+# client, over two connections; SHA-256 compared on the receiving end.
+# kfork: a socat fork server (EXEC:sha256sum per connection) and 4 clients
+# one after another, each sending SIZE octets and checking the digest it
+# gets back; the server must still be there after the last.
+run_kpair() {
+    kpath_stage || { ok=0; note="cannot stage $out/kpath"; return 0; }
+    local kd=$out/kpath i gp=7174 hport want got rc job spid
+    local srv_addr cli_addr h_srv h_cli
+    if [ "$dir" = hc ]; then hport=$hp_cm; else hport=$(free_port); fi
+    # kg: a command in the guest under libxsock/rdma-core; kh: on the host
+    # under libiwarp
+    kg() { gx "cd /tmp && $kg_run $1"; }
+    kh() { timeout 60 "$xs_run" --iwarp "$@"; }
+    if [ "$tool" = kxfer ]; then
+        head -c "$size" /dev/urandom > "$kd/$cn.up"
+        head -c "$size" /dev/urandom > "$kd/$cn.down"
+        gx "cp /host/kpath/$cn.up /host/kpath/$cn.down /tmp/" >> "$log" 2>&1
+        local step src dst
+        for step in up down; do
+            # up: the client sends; down: the server sends
+            want=$(ksha "$kd/$cn.$step"); rc=0
+            if [ "$dir" = hc ]; then
+                if [ $step = up ]; then src="TCP-LISTEN:$gp,bind=10.0.2.15,reuseaddr"; dst="CREATE:/tmp/$cn.$step.out"
+                else src="OPEN:/tmp/$cn.$step"; dst="TCP-LISTEN:$gp,bind=10.0.2.15,reuseaddr"; fi
+                echo "## guest: socat -u $src $dst; host: socat ($step)" >> "$log"
+                job=$("$g" bg --name "$name" -- sh -c "echo \$\$ > /tmp/server.pid; cd /tmp; exec timeout 90 env $kg_run socat -u $src $dst")
+                gx "xs-wait-port $gp 20" >> "$log" 2>&1 || { ok=0; note="guest server did not listen ($step)"; return 0; }
+                if [ $step = up ]; then kh socat -u "OPEN:$kd/$cn.up" "TCP:127.0.0.1:$hport" >> "$log" 2>&1 || rc=$?
+                else kh socat -u "TCP:127.0.0.1:$hport" "CREATE:$kd/$cn.down.out" >> "$log" 2>&1 || rc=$?; fi
+                [ $rc = 0 ] || gx 'sleep 3; kill $(cat /tmp/server.pid) 2>/dev/null; true' > /dev/null 2>&1
+                "$g" wait --name "$name" --timeout 60 "$job" >> "$log" 2>&1 || rc="$rc/guest $?"
+                if [ $step = up ]; then got=$(gx "sha256sum /tmp/$cn.up.out" 2>/dev/null | cut -d' ' -f1)
+                else got=$(ksha "$kd/$cn.down.out" 2>/dev/null); fi
+            else
+                if [ $step = up ]; then src="TCP-LISTEN:$hport,bind=127.0.0.1,reuseaddr"; dst="CREATE:$kd/$cn.up.out"
+                else src="OPEN:$kd/$cn.down"; dst="TCP-LISTEN:$hport,bind=127.0.0.1,reuseaddr"; fi
+                echo "## host: socat -u $src $dst; guest: socat ($step)" >> "$log"
+                timeout 90 "$xs_run" --iwarp socat -u "$src" "$dst" >> "$log" 2>&1 &
+                spid=$!; hostpids+=("$spid")
+                listening "$hport" || { ok=0; note="host server did not listen ($step)"; return 0; }
+                if [ $step = up ]; then kg "socat -u OPEN:/tmp/$cn.up TCP:10.0.2.2:$hport" >> "$log" 2>&1 || rc=$?
+                else kg "socat -u TCP:10.0.2.2:$hport CREATE:/tmp/$cn.down.out" >> "$log" 2>&1 || rc=$?; fi
+                [ $rc = 0 ] || { sleep 3; kill "$spid" 2>/dev/null; }
+                wait "$spid" || rc="$rc/host $?"
+                if [ $step = up ]; then got=$(ksha "$kd/$cn.up.out" 2>/dev/null)
+                else got=$(gx "sha256sum /tmp/$cn.down.out" 2>/dev/null | cut -d' ' -f1); fi
+            fi
+            echo "## $step: rc $rc, sha256 sent $want, received ${got:-none}" >> "$log"
+            if [ "$rc" != 0 ] || [ "$got" != "$want" ]; then
+                ok=0; note="$step ($((size / 1048576)) MiB): rc $rc, sha256 $([ "$got" = "$want" ] && echo ok || echo MISMATCH)"
+                return 0
+            fi
+        done
+        note="$((size / 1048576)) MiB each way, sha256 ok"
+        gx "rm -f /tmp/$cn.*" > /dev/null 2>&1
+        return 0
+    fi
+    # kfork
+    local n=4 alive
+    for i in $(seq $n); do head -c "$size" /dev/urandom > "$kd/$cn.c$i"; done
+    if [ "$dir" = hc ]; then
+        echo "## guest: socat fork server (libxsock/rdma-core); host: $n clients" >> "$log"
+        job=$("$g" bg --name "$name" -- sh -c "echo \$\$ > /tmp/server.pid; cd /tmp; exec timeout 150 env $kg_run socat TCP-LISTEN:$gp,bind=10.0.2.15,fork,reuseaddr EXEC:sha256sum")
+        gx "xs-wait-port $gp 20" >> "$log" 2>&1 || { ok=0; note="guest server did not listen"; return 0; }
+    else
+        echo "## host: socat fork server (libiwarp); guest: $n clients" >> "$log"
+        timeout 150 "$xs_run" --iwarp socat "TCP-LISTEN:$hport,bind=127.0.0.1,fork,reuseaddr" EXEC:sha256sum >> "$log" 2>&1 &
+        spid=$!; hostpids+=("$spid")
+        listening "$hport" || { ok=0; note="host server did not listen"; return 0; }
+    fi
+    for i in $(seq $n); do
+        want=$(ksha "$kd/$cn.c$i"); rc=0
+        if [ "$dir" = hc ]; then
+            kh socat -t 30 - "TCP:127.0.0.1:$hport" < "$kd/$cn.c$i" > "$kd/$cn.r$i" 2>> "$log" || rc=$?
+        else
+            kg "socat -t 30 - TCP:10.0.2.2:$hport < /host/kpath/$cn.c$i > /host/kpath/$cn.r$i" >> "$log" 2>&1 || rc=$?
+        fi
+        got=$(cut -d' ' -f1 "$kd/$cn.r$i" 2>/dev/null)
+        echo "## client $i: rc $rc, sha256 sent $want, server said ${got:-nothing}" >> "$log"
+        if [ $rc != 0 ] || [ "$got" != "$want" ]; then
+            ok=0; note="client $i of $n: rc $rc, digest $([ -n "$got" ] && echo wrong || echo missing)"; break
+        fi
+    done
+    if [ "$dir" = hc ]; then
+        alive=$(gx 'kill -0 $(cat /tmp/server.pid) 2>/dev/null && echo yes; kill $(cat /tmp/server.pid) 2>/dev/null; true' 2>/dev/null)
+        "$g" wait --name "$name" --timeout 30 "$job" >> "$log" 2>&1
+    else
+        alive=$(kill -0 "$spid" 2>/dev/null && echo yes); kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    fi
+    [ $ok = 1 ] && [ "$alive" != yes ] && { ok=0; note="the fork server died"; }
+    [ $ok = 1 ] && note="$n clients x $((size / 1024)) KiB, each digest ok, server alive"
+    return 0
+}
+
 # run_pair: one server/client run of a cell (dynamic scope: the caller's
 # locals).
 run_pair() {
+        case $tool in kxfer|kfork) run_kpair; return 0 ;; esac
 
         tool_cmds "$tool" "$size"
         local hrc grc job hport sub
