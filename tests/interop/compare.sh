@@ -8,22 +8,24 @@
 #
 # Metrics: ib_write_bw -R -s 65536 -n BW_ITERS (default 1000; BW average,
 # MB/s) and ib_write_lat -R -C -s 64 -n LAT_ITERS (default 1000; t_typical
-# and t_avg), each from the client's report.  The latency is reported in TSC
-# cycles (-C) and converted with the guest kernel's TSC rate (/proc/cpuinfo
-# "cpu MHz"): perftest's own per-run calibration of the clock fails often
-# under TCG ("Correlation coefficient r^2 < 0.9") and then reports inf.  Runs interleave (per round:
-# bw siw, bw xsock, lat siw, lat xsock), N rounds (default 3); the table has
-# the medians and the ratio xsock/siw.
+# and t_avg), each from the client's report.  The latency is reported in
+# TSC cycles (-C) and converted with the guest kernel's TSC rate
+# (/proc/cpuinfo "cpu MHz"): perftest's own per-run calibration of the
+# clock fails often under TCG ("Correlation coefficient r^2 < 0.9") and it
+# then reports inf.  Runs interleave (per round: bw siw, bw xsock, lat siw,
+# lat xsock), N rounds (default 3); the table has the medians and the ratio
+# xsock/siw.
 # xsock in the guest: this build's libiwarp.so.0 and the libraries it needs
 # beyond glibc (ldd: liburing, libisal, libcrypto ...) are copied to
 # DIR/guest-lib on the 9p share, from there to the guest's /tmp/xs, and
 # preloaded as xsock-run does: LD_LIBRARY_PATH=/tmp/xs
-# LD_PRELOAD=/tmp/xs/libiwarp.so.0 (xsock-run itself names the host build's
-# path).  libiwarp's defaults: no XSOCK_* variable.
+# LD_PRELOAD=/tmp/xs/libiwarp.so.0 (xsock-run itself names the host
+# build's path).  libiwarp's defaults: no XSOCK_* variable.
 # A run that fails or has no figure (ib_write_bw reports 0 when that
-# calibration fails) is repeated, at most 4 attempts per measurement; the table counts those attempts.  Writes DIR/compare.md
-# (default DIR: a temporary directory, kept).  Needs XS_TOP_BUILDDIR (or a
-# build in ./) and root.
+# calibration fails) is repeated, at most 4 attempts per measurement; the
+# table counts those attempts.  Writes DIR/compare.md (default DIR: a
+# temporary directory, kept).  Needs XS_TOP_BUILDDIR (or a build in ./) and
+# root.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
         --lat-iters) lat_iters=${2:?}; shift ;;
         --out) out=${2:?}; shift ;;
         --no-install) prep+=(--no-install) ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "compare: unknown option $1" >&2; exit 2 ;;
     esac
     shift
