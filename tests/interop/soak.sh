@@ -116,10 +116,18 @@ cmds() {
     esac
 }
 
-# errlines FILE...: the first lines that say what went wrong
+# rcword RC: what an exit status of timeout(1) or the harness's kill means
+rcword() { case $1 in 124) echo " (timed out)" ;; 143) echo " (killed after the peer failed)" ;; 139) echo " (SIGSEGV)" ;; esac; }
+
+# errlines LOG: the first lines of LOG that say what went wrong, else the
+# last line of each side's output
 errlines() {
-    grep -hiE 'error|fail|mismatch|bad|refused|reset|timed out|timeout|segmentation|abort|unable|cannot|couldn|status|rc [1-9]' "$@" 2>/dev/null |
-        grep -v '^##' | head -n 4
+    local e
+    e=$(sed '/^## guest dmesg/,$d' "$1" | grep -v '^##' |
+        grep -iE 'error|fail|mismatch|bad|refused|reset|timed out|segmentation|abort|unable|cannot|couldn' | head -n 4)
+    if [ -n "$e" ]; then echo "$e"; return 0; fi
+    echo "last host line: $(sed -n '/^## host output/,/^## guest output/p' "$1" | grep -v '^##' | grep . | tail -n 1)"
+    echo "last guest line: $(sed -n '/^## guest output/,/^## guest dmesg/p' "$1" | grep -v '^##' | grep . | tail -n 1)"
 }
 
 # run_once BLOCK TOOL DIR CRC I -> r_ok r_note r_secs r_bw (the files of the
@@ -170,7 +178,8 @@ run_once() {
     r_secs=$(elapsed "$t0")
     { echo "## host rc $hrc, guest rc $grc, $r_secs s"
       echo "## host output"; cat "$hf"; echo "## guest output"; cat "$gf"; } >> "$log"
-    [ $hrc = 0 ] && [ $grc = 0 ] || { r_ok=0; r_note="${r_note:+$r_note; }host rc $hrc, guest rc $grc"; }
+    [ $hrc = 0 ] && [ $grc = 0 ] ||
+        { r_ok=0; r_note="${r_note:+$r_note; }host rc $hrc$(rcword $hrc), guest rc $grc$(rcword $grc)"; }
     local cf=$hf; [ "$dir" = gc ] && cf=$gf   # the client's output
     if [ "$tool" = rping ]; then
         local pings; pings=$(grep -c '^ping data' "$cf")
