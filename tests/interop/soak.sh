@@ -193,7 +193,7 @@ run_once() {
         # ("Correlation coefficient r^2: ... < 0.9", frequent under TCG):
         # no figure, not a failure
         if [ "$r_bw" = 0.00 ] && grep -q 'Correlation coefficient' "$cf"; then
-            r_bw="" r_note="no BW (perftest's clock calibration failed)"
+            r_bw="" r_note="${r_note:+$r_note; }no BW (perftest's clock calibration failed)"
         fi
     fi
     if [ $r_ok = 1 ]; then
@@ -244,7 +244,7 @@ for b in "${sel[@]}"; do
     bcol=-
     [ "$tool" = rping ] || bcol="$bmed ($(wc -l < "$runs/$blk.bw") of $pass)"
     summary+=("| $blk | $n | $pass | $tmed | $tmax | $bcol |")
-    echo "soak: $blk: $pass of $n passed, median ${tmed} s, max ${tmax} s$([ "$tool" = rping ] || echo ", median BW $bmed MB/s")"
+    echo "soak: $blk: $pass of $n passed, median ${tmed} s, max ${tmax} s$([ "$tool" = rping ] || [ "$bmed" = - ] || echo ", median BW $bmed MB/s")"
 done
 { echo "| block | runs | passed | median s | max s | median BW MB/s (figures) |"
   echo "|---|---|---|---|---|---|"
