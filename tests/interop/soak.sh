@@ -120,14 +120,18 @@ cmds() {
 rcword() { case $1 in 124) echo " (timed out)" ;; 143) echo " (killed after the peer failed)" ;; 139) echo " (SIGSEGV)" ;; esac; }
 
 # errlines LOG: the first lines of LOG that say what went wrong, else the
-# last line of each side's output
+# last two lines of each side's output
 errlines() {
     local e
     e=$(sed '/^## guest dmesg/,$d' "$1" | grep -v '^##' |
         grep -iE 'error|fail|mismatch|bad|refused|reset|timed out|segmentation|abort|unable|cannot|couldn' | head -n 4)
     if [ -n "$e" ]; then echo "$e"; return 0; fi
-    echo "last host line: $(sed -n '/^## host output/,/^## guest output/p' "$1" | grep -v '^##' | grep . | tail -n 1)"
-    echo "last guest line: $(sed -n '/^## guest output/,/^## guest dmesg/p' "$1" | grep -v '^##' | grep . | tail -n 1)"
+    local side
+    for side in host guest; do
+        e=$(sed -n "/^## $side output/,/^## [a-z]* \(output\|dmesg\)/p" "$1" | grep -v -e '^##' -e '^Terminated$' |
+            grep . | tail -n 2 | paste -sd'/')
+        echo "$side's last lines: ${e:-(none)}"
+    done
 }
 
 # run_once BLOCK TOOL DIR CRC I -> r_ok r_note r_secs r_bw (the files of the
