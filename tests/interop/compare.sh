@@ -126,6 +126,7 @@ measure() {
 mkdir -p "$out/runs"
 : > "$out/values"
 t0=$(now_s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A tries=() fails=()
 for r in $(seq "$rounds"); do
     for tool in bw lat; do
@@ -163,7 +164,8 @@ row() { # row LABEL TOOL FIELD
   echo
   echo "Medians of $rounds rounds (each run's figure in parentheses), $(date -u '+%Y-%m-%d'), $boot,"
   echo "latency: cycles (-C) / guest TSC $mhz MHz,"
-  echo "commit $(git -C "$here" log -1 --format=%h 2>/dev/null), $secs s of runs."
+  echo "commit $(git -C "$here" log -1 --format=%h 2>/dev/null), $secs s of runs, host load average $load0 at the"
+  echo "start, $(cut -d' ' -f1-3 /proc/loadavg) at the end ($(nproc) host CPUs)."
   echo "Attempts without a figure (failed, or perftest's clock calibration failed):"
   for k in siw-bw xsock-bw siw-lat xsock-lat; do echo "$k ${fails[$k]:-0} of ${tries[$k]:-0};"; done | paste -sd' '
 } > "$out/compare.md"

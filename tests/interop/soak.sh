@@ -95,7 +95,7 @@ for b in "${sel[@]}"; do total=$((total + ${b##* })); done
 # guest ports 7174 (rping) and 18515 (perftest) forwarded; the guest's
 # lifetime covers every run at its timeouts' worst (about 150 s)
 hp_cm=$(free_port); hp_pt=$(free_port)
-t_soak=$(now_s)
+t_soak=$(now_s) load0=$(cut -d' ' -f1-3 /proc/loadavg)
 boot=$("$g" start --name "$name" --fwd "$hp_cm:7174" --fwd "$hp_pt:18515" \
        --lifetime $((600 + 150 * total))) || { echo "soak: guest did not boot" >&2; exit 1; }
 echo "soak: $boot"
@@ -254,7 +254,8 @@ done
   echo "|---|---|---|---|---|---|"
   printf '%s\n' "${summary[@]}"
   echo
-  echo "$((nruns - nfail)) of $nruns runs passed in $(elapsed "$t_soak") s (boot included)."
+  echo "$((nruns - nfail)) of $nruns runs passed in $(elapsed "$t_soak") s (boot included); host load average"
+  echo "$load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end ($(nproc) host CPUs)."
   if [ $nfail -gt 0 ]; then
       echo
       echo "Failed runs (logs: \`failed/BLOCK-RUN.log\`):"
