@@ -75,7 +75,8 @@ no_xsock_env
 
 keep=1
 [ -n "$out" ] || { out=$(mktemp -d /tmp/xsock-soak.XXXXXX); keep=$keep_logs; }
-mkdir -p "$out/failed"; out=$(cd "$out" && pwd)
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+rm -rf "$out/failed"; mkdir -p "$out/failed"
 runs=$out/runs
 rm -rf "$runs"; mkdir -p "$runs"
 g="$here/guest.sh"
