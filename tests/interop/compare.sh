@@ -6,15 +6,15 @@
 #   tests/interop/compare.sh [--rounds N] [--bw-iters N] [--lat-iters N]
 #                            [--out DIR] [--no-install]
 #
-# Metrics: ib_write_bw -R -s 65536 -n BW_ITERS (default 1000; BW average,
+# Metrics: ib_write_bw -R -s 65536 -n BW_ITERS (default 3000; BW average,
 # MB/s) and ib_write_lat -R -C -s 64 -n LAT_ITERS (default 1000; t_typical
 # and t_avg), each from the client's report.  The latency is reported in
 # TSC cycles (-C) and converted with the guest kernel's TSC rate
 # (/proc/cpuinfo "cpu MHz"): perftest's own per-run calibration of the
 # clock fails often under TCG ("Correlation coefficient r^2 < 0.9") and it
 # then reports inf.  Runs interleave (per round: bw siw, bw xsock, lat siw,
-# lat xsock), N rounds (default 3); the table has the medians and the ratio
-# xsock/siw.
+# lat xsock), N rounds (default 9; about 5 minutes); the table has the
+# medians and the ratio xsock/siw.
 # xsock in the guest: this build's libiwarp.so.0 and the libraries it needs
 # beyond glibc (ldd: liburing, libisal, libcrypto ...) are copied to
 # DIR/guest-lib on the 9p share, from there to the guest's /tmp/xs, and
@@ -32,7 +32,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bld=${XS_TOP_BUILDDIR:-$PWD}
 # shellcheck source=tests/interop/lib.sh
 . "$here/lib.sh"
-rounds=3 bw_iters=1000 lat_iters=1000 out="" prep=()
+rounds=9 bw_iters=3000 lat_iters=1000 out="" prep=()
 while [ $# -gt 0 ]; do
     case $1 in
         --rounds) rounds=${2:?}; shift ;;
