@@ -102,11 +102,6 @@ boot=$("$g" start --name "$name" --fwd "$hp_cm:7174" --fwd "$hp_pt:18515" \
 echo "soak: $boot"
 gx() { "$g" exec --name "$name" --timeout "${GX_TIMEOUT:-60}" -- sh -c "$1"; }
 
-# Warm-up, as in matrix.sh: one guest-internal connection translates siw's
-# accept code (cold under TCG) before the first run.
-gx 'rping -s -a 10.0.2.15 -p 7000 -C 1 >/dev/null 2>&1 & xs-wait-port 7000 10 &&
-    timeout 20 rping -c -a 10.0.2.15 -p 7000 -C 1 >/dev/null 2>&1; wait' > /dev/null 2>&1 || true
-
 # cmds TOOL -> srv, cli (@BIND, @ADDR, @PORT substituted per direction)
 cmds() {
     case $1 in
