@@ -54,6 +54,7 @@
 #include <rdma/rdma_verbs.h> /* rdma_create_srq* */
 
 #include "util/xs_clock.h"
+#include "util/xs_sockaddr.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
 
@@ -467,15 +468,6 @@ static socklen_t sa_len(const struct sockaddr *sa)
 	}
 }
 
-static __be16 sa_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_port;
-	if (sa->sa_family == AF_INET6)
-		return ((const struct sockaddr_in6 *)sa)->sin6_port;
-	return 0;
-}
-
 static int sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src)
 {
 	socklen_t len = sa_len(src);
@@ -607,7 +599,7 @@ static int cm_port_reserve(struct cm_id *c, struct sockaddr_storage *ss)
 	socklen_t len = sizeof(*ss);
 	int one = 1, fd, rc = 0;
 
-	if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || sa_port(sa))
+	if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || xs_sa_port(sa))
 		return 0;
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -766,12 +758,12 @@ XS_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 
 XS_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 {
-	return sa_port(&id->route.addr.src_addr);
+	return xs_sa_port(&id->route.addr.src_addr);
 }
 
 XS_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	return sa_port(&id->route.addr.dst_addr);
+	return xs_sa_port(&id->route.addr.dst_addr);
 }
 
 /* ---- QPs ------------------------------------------------------------------------ */
@@ -1216,7 +1208,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	src = id->route.addr.src_storage;
 	/* a wildcard source with port 0 means "let TCP choose" */
 	have_src = src.ss_family != AF_UNSPEC &&
-		   !(sa_is_any((struct sockaddr *)&src) && sa_port((struct sockaddr *)&src) == 0);
+		   !(sa_is_any((struct sockaddr *)&src) && xs_sa_port((struct sockaddr *)&src) == 0);
 	c->state = CM_CONNECTING;
 	c->closed_early = false;
 	cm_port_release(c);

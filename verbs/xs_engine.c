@@ -2869,7 +2869,7 @@ struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int ba
 	    setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
 		goto fail_fd;
 	if (bind(l->fd, addr, len) < 0 &&
-	    (errno != EADDRINUSE || !xs_spare_drop_port(addr, len) || bind_again(l->fd, addr, len) < 0))
+	    (errno != EADDRINUSE || !xs_spare_drop_port(addr) || bind_again(l->fd, addr, len) < 0))
 		goto fail_fd; /* (a kept socket on the port, another address: not ours to keep) */
 	if (listen(l->fd, backlog > 0 ? backlog : 128) < 0)
 		goto fail_fd;

@@ -52,7 +52,7 @@ int xs_fd_close(int fd);
 #define XS_SPARE_MS 1500
 bool xs_spare_keep(int fd);
 int xs_spare_take(const struct sockaddr *addr, socklen_t len);
-bool xs_spare_drop_port(const struct sockaddr *addr, socklen_t len);
+bool xs_spare_drop_port(const struct sockaddr *addr);
 unsigned xs_spare_expire(uint64_t now_ms);
 
 /* ---- configuration (environment, read once; see xsock-run(1)) ------------ */

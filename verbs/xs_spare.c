@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "util/xs_clock.h"
+#include "util/xs_sockaddr.h"
 #include "verbs/xs_internal.h"
 
 #define XS_SPARE_MAX 8
@@ -36,6 +37,14 @@ static struct xs_spare {
 } spares[XS_SPARE_MAX] = { [0 ... XS_SPARE_MAX - 1] = { .fd = -1 } };
 static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned spare_count;
+
+/* spare_mu held */
+static void spare_close(struct xs_spare *sp)
+{
+	xs_fd_close(sp->fd);
+	sp->fd = -1;
+	spare_count--;
+}
 
 bool xs_spare_keep(int fd)
 {
@@ -81,30 +90,15 @@ int xs_spare_take(const struct sockaddr *addr, socklen_t len)
 	return fd;
 }
 
-static uint16_t sa_port_of(const struct sockaddr_storage *ss)
+bool xs_spare_drop_port(const struct sockaddr *addr)
 {
-	if (ss->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)ss)->sin_port;
-	if (ss->ss_family == AF_INET6)
-		return ((const struct sockaddr_in6 *)ss)->sin6_port;
-	return 0;
-}
-
-bool xs_spare_drop_port(const struct sockaddr *addr, socklen_t len)
-{
-	struct sockaddr_storage want = { 0 };
 	bool dropped = false;
 
-	if (len > sizeof(want))
-		return false;
-	memcpy(&want, addr, len);
 	pthread_mutex_lock(&spare_mu);
 	for (int i = 0; i < XS_SPARE_MAX && spare_count; i++) {
-		if (spares[i].fd < 0 || sa_port_of(&spares[i].addr) != sa_port_of(&want))
+		if (spares[i].fd < 0 || xs_sa_port((struct sockaddr *)&spares[i].addr) != xs_sa_port(addr))
 			continue;
-		xs_fd_close(spares[i].fd);
-		spares[i].fd = -1;
-		spare_count--;
+		spare_close(&spares[i]);
 		dropped = true;
 	}
 	pthread_mutex_unlock(&spare_mu);
@@ -117,11 +111,8 @@ unsigned xs_spare_expire(uint64_t now)
 
 	pthread_mutex_lock(&spare_mu);
 	for (int i = 0; i < XS_SPARE_MAX && spare_count; i++) {
-		if (spares[i].fd < 0 || now < spares[i].end_ms)
-			continue;
-		xs_fd_close(spares[i].fd);
-		spares[i].fd = -1;
-		spare_count--;
+		if (spares[i].fd >= 0 && now >= spares[i].end_ms)
+			spare_close(&spares[i]);
 	}
 	left = spare_count;
 	pthread_mutex_unlock(&spare_mu);

@@ -1,8 +1,6 @@
 # lib.sh: small helpers shared by the interop scripts (sourced, bash).
 # shellcheck shell=bash
-# soak.sh and compare.sh source it.  matrix.sh still has its own copies of
-# free_port and listening (identical; to be deduplicated once matrix.sh's
-# concurrent changes are in).
+# matrix.sh, soak.sh and compare.sh source it.
 
 # free_port: an unused TCP port on the host's loopback
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

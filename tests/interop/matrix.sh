@@ -13,6 +13,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/interop/lib.sh
+. "$here/lib.sh"
 top=$(cd "$here/../.." && pwd)
 bld=${XS_TOP_BUILDDIR:-$PWD}
 xs_run=$bld/tools/xsock-run
@@ -81,16 +83,6 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 chmod 0777 "$out"
 g="$here/guest.sh"
 name=matrix-$$
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-listening() { # listening PORT: bounded (10 s) wait for a host listener
-    local hex i
-    hex=$(printf '%04X' "$1")
-    for i in $(seq 200); do
-        grep -q ":$hex [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 hostpids=()
 cleanup() {
     local p
