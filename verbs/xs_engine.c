@@ -2180,6 +2180,8 @@ static bool redial_track(struct xs_conn *c)
 	c->redial_wait_ms = c->redial_wait_ms ? 2 * c->redial_wait_ms : XS_REDIAL_FIRST_MS;
 	if (now + c->redial_wait_ms > c->redial_end_ms)
 		return false;
+	if (c->redial_wait_ms == XS_REDIAL_FIRST_MS)
+		xs_log("connect refused: dialling again for up to %u ms", XS_REDIAL_MS);
 	redial_list_add(c, now + c->redial_wait_ms);
 	return true;
 }
