@@ -252,6 +252,10 @@ struct xs_conn {
 	bool rtr_answering;
 	bool rtr_rresp;
 	bool rtr_eat_last; /* the tagged message being placed is the RTR's */
+	/* responder, initiator not an xsock (XSOCK_MPA_SETTLE_MS): nothing is
+	 * sent until its first octets (rx_any) or settle_end_ms (tx_mu) */
+	bool settle_wait;
+	uint64_t settle_end_ms;
 	struct ddp_queue *q_readreq; /* the QP's IRD buffers (QN 1) */
 
 	/* handshake deadline (engine thread): on the hs list while connecting,
@@ -833,8 +837,29 @@ static int tx_acquire(struct xs_conn *c)
 	if (xs_conn_claim(c) < 0)
 		return -EBUSY;
 	pthread_mutex_lock(&c->tx_mu);
-	while ((c->tx_busy || c->rtr_wait || c->rtr_answering) && !c->dead)
-		pthread_cond_wait(&c->tx_cv, &c->tx_mu);
+	while ((c->tx_busy || c->rtr_wait || c->rtr_answering || c->settle_wait) && !c->dead) {
+		if (c->tx_busy || c->rtr_wait || c->rtr_answering) {
+			pthread_cond_wait(&c->tx_cv, &c->tx_mu);
+			continue;
+		}
+		/* settle_wait alone: until the peer's first octets (the
+		 * receive path wakes us) or the bound */
+		uint64_t now = xs_now_ms();
+		if (atomic_load_explicit(&c->rx_any, memory_order_relaxed) ||
+		    now >= c->settle_end_ms) {
+			c->settle_wait = false;
+			xs_log("accept: peer is not an xsock: first FPDU %llu ms after the Reply (%s)",
+			       (unsigned long long)(now + xs_config()->settle_ms - c->settle_end_ms),
+			       now >= c->settle_end_ms ? "its bound" : "the peer spoke");
+			continue;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (c->settle_end_ms - now) * 1000000u;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&c->tx_cv, &c->tx_mu, &ts);
+	}
 	if (c->dead || c->state != CONN_ESTABLISHED) {
 		pthread_mutex_unlock(&c->tx_mu);
 		return -EPIPE;
@@ -1459,8 +1484,13 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 				rc = iw_rx_input_part(&c->rx, c->rbuf, fed, &used, &err);
 			}
 		}
-		if (n > 0 && !atomic_load_explicit(&c->rx_any, memory_order_relaxed))
+		if (n > 0 && !atomic_load_explicit(&c->rx_any, memory_order_relaxed)) {
 			atomic_store_explicit(&c->rx_any, true, memory_order_relaxed);
+			pthread_mutex_lock(&c->tx_mu);
+			if (c->settle_wait) /* a sender waits for these octets */
+				pthread_cond_broadcast(&c->tx_cv);
+			pthread_mutex_unlock(&c->tx_mu);
+		}
 		if (rc == -EAGAIN) {
 			/* RNR: keep the rest, stop reading until a receive comes */
 			c->rx_pend_off = used;
@@ -2924,8 +2954,10 @@ void xs_listener_close(struct xs_listener *l)
 	/* the engine closes and frees it once no connection refers to it */
 	engine_get();
 	/* a listener that took a connection keeps its socket a while for a
-	 * listen on the same address (xs_spare.c) */
-	bool spare = !l->forked && atomic_load(&l->accepted) && xs_spare_keep(l->fd);
+	 * listen on the same address (xs_spare.c); not a mixed one (libxsock's
+	 * sockets: a closed TCP listener frees its port at once) */
+	bool spare = !l->forked && !l->plain && atomic_load(&l->accepted) &&
+		     xs_spare_keep(l->fd);
 	pthread_mutex_lock(&eng.mu);
 	l->spared = spare;
 	if (!l->forked && !spare)
@@ -2964,19 +2996,15 @@ int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
 	stream_setup(c);
 	c->rtr_wait = c->agreed.p2p && c->agreed.rtr != MPA_RTR_NONE;
 	/* XSOCK_MPA_SETTLE_MS (xs_config.c): our first FPDU must not reach
-	 * a siw initiator together with the Reply.  Its first octets (or its
-	 * FIN) prove it has read the Reply; nobody reads the socket before
-	 * the QP attaches, so they are still there to see.  With an RTR the
-	 * initiator has read the Reply anyway; an xsock reads both. */
-	if (!c->rtr_wait && !peer_is_xsock(c) && !on_engine_thread) {
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		uint64_t t0 = xs_now_ms(), end = t0 + xs_config()->settle_ms, now;
-
-		while ((now = xs_now_ms()) < end && poll(&p, 1, (int)(end - now)) < 0 &&
-		       errno == EINTR)
-			;
-		xs_log("accept: peer is not an xsock: %s after %llu ms", p.revents ? "its octets" :
-		       "no octets", (unsigned long long)(xs_now_ms() - t0));
+	 * a siw initiator together with the Reply.  Its first octets prove it
+	 * has read the Reply; until then, or the bound, senders wait
+	 * (tx_acquire), rdma_accept does not.  With an RTR the initiator has
+	 * read the Reply anyway; an xsock reads both. */
+	if (!c->rtr_wait && !peer_is_xsock(c) && xs_config()->settle_ms) {
+		pthread_mutex_lock(&c->tx_mu);
+		c->settle_wait = true;
+		c->settle_end_ms = xs_now_ms() + xs_config()->settle_ms;
+		pthread_mutex_unlock(&c->tx_mu);
 	}
 	return 0;
 }

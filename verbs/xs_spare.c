@@ -10,9 +10,10 @@
  * docs/interop.md).  With the socket kept, the early client's connection
  * waits in the backlog instead.  A socket nobody takes is closed after
  * XS_SPARE_MS (its queued connections are then reset, as before, only
- * later).  Only listeners that accepted a connection are kept: that is
- * the pattern, and it keeps another program's bind to a port just freed
- * from failing. */
+ * later).  Only rdma_cm listeners that accepted a connection are kept:
+ * that is the pattern, and it keeps another program's bind to a port just
+ * freed from failing; libxsock's (mixed) listeners are sockets, whose
+ * close frees the port at once as TCP's does. */
 #include "config.h"
 
 #include <errno.h>
