@@ -41,7 +41,7 @@ tsan="-fsanitize=thread -fno-omit-frame-pointer"
 "$top/scripts/build.sh" "$top/build-tsan" CFLAGS="-O1 -g $tsan" LDFLAGS="$tsan"
 if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" make -C "$top/build-tsan" -s -j"$(nproc)" check \
     TESTS="tests/test-cm-basic tests/test-cm-e2e tests/test-verbs-objects tests/test-stag-security \
-tests/test-verbs-errors tests/test-verbs-faults tests/test-verbs-fork tests/test-malicious-peer tests/test-cm-close \
+tests/test-verbs-errors tests/test-verbs-faults tests/test-verbs-fork tests/test-malicious-peer tests/test-cm-close tests/test-cm-settle \
 tests/test-verbs-srq"; then
     for f in "$top"/build-tsan/tests/*.log; do
         grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null && { echo "---- $f"; tail -150 "$f"; }

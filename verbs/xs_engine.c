@@ -96,12 +96,12 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
  * Reply and again at doubling intervals until XS_KICK_LAST_MS, while the
  * peer has sent nothing: one of them arrives after the socket moved and
  * makes siw read what waits.  Once the peer speaks its socket has moved:
- * whatever we send next makes it read; a last kick goes out only if we
- * sent nothing within a tick of its first octets (rsockets: both ends send
- * at once, ours may be waiting there).  Later kicks could only meet the
- * peer's close (unread octets there make Linux reset the connection and
- * drop the peer's unsent tail).  Nothing waits for them and an xsock peer
- * gets none. */
+ * whatever we send next makes it read; a last kick goes out only if we had
+ * sent before its first octets and have sent nothing since, a tick later
+ * (rsockets: both ends send at once, ours may be waiting there).  Other
+ * kicks could only meet the peer's close (unread octets there make Linux
+ * reset the connection and drop the peer's unsent tail).  Nothing waits
+ * for them and an xsock peer gets none. */
 #define XS_KICK_FIRST_MS 5
 #define XS_KICK_LAST_MS 640
 
@@ -141,10 +141,10 @@ struct xs_conn {
 	struct xs_conn *kick_next;
 	bool on_kick_list;
 	bool kick_pending; /* engine_tx frames one */
-	bool kick_spoke; /* the peer's first octets were seen, at kick_tx_mark */
-	unsigned kick_tx_mark;
+	bool kick_spoke; /* kick_scan has seen the peer's first octets */
 	_Atomic bool rx_any; /* the peer sent an octet after the handshake (rx_mu) */
-	_Atomic unsigned tx_writes; /* sendmsg calls that sent octets (kick_scan) */
+	_Atomic unsigned tx_writes; /* sendmsg calls that sent FPDU octets */
+	_Atomic unsigned tx_at_rx; /* tx_writes when the peer's first octets came */
 	uint64_t kick_due_ms;
 	unsigned kick_wait_ms;
 
@@ -1485,7 +1485,8 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			}
 		}
 		if (n > 0 && !atomic_load_explicit(&c->rx_any, memory_order_relaxed)) {
-			atomic_store_explicit(&c->rx_any, true, memory_order_relaxed);
+			atomic_store(&c->tx_at_rx, atomic_load(&c->tx_writes));
+			atomic_store(&c->rx_any, true);
 			pthread_mutex_lock(&c->tx_mu);
 			if (c->settle_wait) /* a sender waits for these octets */
 				pthread_cond_broadcast(&c->tx_cv);
@@ -2315,14 +2316,13 @@ static void kick_scan(uint64_t now)
 			more = false; /* gone */
 		} else if (st == CONN_ACCEPTED) {
 			more = true; /* its QP is not attached yet */
-		} else if (atomic_load_explicit(&c->rx_any, memory_order_relaxed)) {
-			unsigned w = atomic_load_explicit(&c->tx_writes, memory_order_relaxed);
+		} else if (atomic_load(&c->rx_any)) {
+			unsigned at_rx = atomic_load(&c->tx_at_rx);
 
 			if (!c->kick_spoke) {
 				c->kick_spoke = true;
-				c->kick_tx_mark = w;
-				more = true; /* look again next tick */
-			} else if (w == c->kick_tx_mark) {
+				more = true; /* the application's turn: look next tick */
+			} else if (at_rx > 0 && atomic_load(&c->tx_writes) == at_rx) {
 				kick_send(c, "after the peer's first octets, nothing sent since");
 			}
 		} else if (now < c->kick_due_ms) {
