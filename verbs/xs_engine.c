@@ -223,6 +223,11 @@ struct xs_conn {
 	pthread_cond_t tx_cv;
 	bool tx_busy; /* someone is writing FPDUs */
 	bool tx_engine; /* ... and it is the engine (a partial FPDU is pending) */
+	/* responder, initiator not an xsock (XSOCK_MPA_SETTLE_MS): nothing is
+	 * sent until its first octets (rx_any) or settle_end_ms (tx_mu; kept
+	 * away from the receive side's flags, which rx_mu guards) */
+	bool settle_wait;
+	uint64_t settle_end_ms;
 	struct iw_tx tx;
 	struct iovec tx_rem[MPA_TX_MAX_IOV]; /* engine: rest of a partial FPDU */
 	int tx_remcnt;
@@ -252,10 +257,6 @@ struct xs_conn {
 	bool rtr_answering;
 	bool rtr_rresp;
 	bool rtr_eat_last; /* the tagged message being placed is the RTR's */
-	/* responder, initiator not an xsock (XSOCK_MPA_SETTLE_MS): nothing is
-	 * sent until its first octets (rx_any) or settle_end_ms (tx_mu) */
-	bool settle_wait;
-	uint64_t settle_end_ms;
 	struct ddp_queue *q_readreq; /* the QP's IRD buffers (QN 1) */
 
 	/* handshake deadline (engine thread): on the hs list while connecting,
