@@ -849,9 +849,10 @@ static int tx_acquire(struct xs_conn *c)
 		if (atomic_load_explicit(&c->rx_any, memory_order_relaxed) ||
 		    now >= c->settle_end_ms) {
 			c->settle_wait = false;
-			xs_log("accept: peer is not an xsock: first FPDU %llu ms after the Reply (%s)",
+			xs_log("accept: peer is not an xsock: first send %llu ms after the Reply, %s",
 			       (unsigned long long)(now + xs_config()->settle_ms - c->settle_end_ms),
-			       now >= c->settle_end_ms ? "its bound" : "the peer spoke");
+			       atomic_load(&c->rx_any) ? "the peer has spoken" :
+							 "the peer silent, the wait's bound reached");
 			continue;
 		}
 		struct timespec ts;
