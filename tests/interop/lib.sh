@@ -42,3 +42,17 @@ no_xsock_env() {
     xs_unset=""
     for v in $(compgen -e | grep '^XSOCK_'); do xs_unset+="${xs_unset:+ }$v"; unset "$v"; done
 }
+
+# guest_trap: at exit, kill the host processes listed in hostpids and stop
+# the guest $name through guest.sh ($g) (set both before the guest starts)
+guest_trap() {
+    hostpids=()
+    trap guest_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+guest_cleanup() {
+    local p
+    for p in "${hostpids[@]}"; do kill "$p" 2>/dev/null; done
+    "$g" stop --name "$name"
+    rm -rf "${XS_INTEROP_CACHE:-/var/cache/xsock-interop}/run/$name"
+}

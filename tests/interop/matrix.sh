@@ -83,15 +83,7 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 chmod 0777 "$out"
 g="$here/guest.sh"
 name=matrix-$$
-hostpids=()
-cleanup() {
-    local p
-    for p in "${hostpids[@]}"; do kill "$p" 2>/dev/null; done
-    "$g" stop --name "$name"
-    rm -rf "${XS_INTEROP_CACHE:-/var/cache/xsock-interop}/run/$name"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+guest_trap
 
 # guest ports 7174 (rping/ucmatose/errpeer) and 18515 (perftest) forwarded
 hp_cm=$(free_port); hp_pt=$(free_port)

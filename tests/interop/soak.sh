@@ -81,15 +81,7 @@ runs=$out/runs
 rm -rf "$runs"; mkdir -p "$runs"
 g="$here/guest.sh"
 name=soak-$$
-hostpids=()
-cleanup() {
-    local p
-    for p in "${hostpids[@]}"; do kill "$p" 2>/dev/null; done
-    "$g" stop --name "$name"
-    rm -rf "${XS_INTEROP_CACHE:-/var/cache/xsock-interop}/run/$name"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+guest_trap
 
 total=0
 for b in "${sel[@]}"; do total=$((total + ${b##* })); done
