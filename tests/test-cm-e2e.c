@@ -306,8 +306,11 @@ static void test_listen_again(void)
 	REQUIRE(rdma_listen(l2, 4) == 0);
 	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 3000, "request (listener again)");
 	if (ev) {
-		CHECK(rdma_reject(ev->id, NULL, 0) == 0);
+		struct rdma_cm_id *rid = ev->id;
+
+		CHECK(rdma_reject(rid, NULL, 0) == 0);
 		rdma_ack_cm_event(ev);
+		CHECK(rdma_destroy_id(rid) == 0);
 	}
 	close(fd);
 	CHECK(rdma_disconnect(c.id) == 0);

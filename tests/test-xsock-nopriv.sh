@@ -46,7 +46,8 @@ if command -v socat > /dev/null 2>&1; then
 fi
 
 # 2. xsock-run --stack rdma-core
-got=$(LD_PRELOAD= "$XS_RUN" --stack rdma-core --iwarp sh -c 'echo "$LD_PRELOAD|$XSOCK_IWARP_LIB"')
+# (LD_PRELOAD holds the ASan runtime in a sanitizer build: xsock-run keeps it first)
+got=$("$XS_RUN" --stack rdma-core --iwarp sh -c 'echo "$LD_PRELOAD|$XSOCK_IWARP_LIB"')
 case $got in
 *libiwarp*) echo "FAIL: --stack rdma-core preloads libiwarp: $got"; fail=1 ;;
 *libxsock.so.0\|librdmacm.so.1) echo "ok: --stack rdma-core preloads libxsock alone" ;;
@@ -65,7 +66,7 @@ fi
 # 3. rdma-core's libraries answer every call libxsock resolves
 if ldconfig -p 2>/dev/null | grep -q 'librdmacm.so.1 '; then
     port=$(xs_free_port)
-    msg=$(LD_PRELOAD= XSOCK_DEBUG=1 timeout 30 "$XS_RUN" --stack rdma-core --iwarp \
+    msg=$(XSOCK_DEBUG=1 timeout 30 "$XS_RUN" --stack rdma-core --iwarp \
         python3 -c "import socket
 try: socket.create_connection(('127.0.0.1', $port), 5)
 except OSError as e: print('connect:', e)" 2>&1)
