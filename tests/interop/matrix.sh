@@ -145,11 +145,14 @@ kpath_stage() { # once: the guest's libxsock, xsock-run, the data
     [ -f "$out/kpath/.staged" ] && return 0
     mkdir -p "$out/kpath" && chmod 0777 "$out/kpath" &&
     cp -L "$bld/libxsock/.libs/libxsock.so.0" "$out/kpath/libxsock.so.0" &&
-    cp "$xs_run" "$out/kpath/xsock-run" && touch "$out/kpath/.staged"
+    cp "$xs_run" "$out/kpath/xsock-run" &&
+    # where xsock-run looks for libxsock by default: the build tree's path
+    # it was made with, in the guest too (no XSOCK_SOCK_LIB needed)
+    gx "mkdir -p '$bld/libxsock/.libs' && cp /host/kpath/libxsock.so.0 '$bld/libxsock/.libs/'" &&
+    touch "$out/kpath/.staged"
 }
-# the guest's command prefix: libxsock over rdma-core (XSOCK_SOCK_LIB: this
-# copy, not the build tree's path that xsock-run was made with)
-kg_run="XSOCK_SOCK_LIB=/host/kpath/libxsock.so.0 sh /host/kpath/xsock-run --stack rdma-core --iwarp"
+# the guest's command prefix: libxsock over rdma-core
+kg_run="sh /host/kpath/xsock-run --stack rdma-core --iwarp"
 ksha() { sha256sum "$1" | cut -d' ' -f1; }
 
 # kxfer: SIZE random octets client -> server, then another SIZE server ->
