@@ -11,15 +11,20 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
 
+# print_failed DIR: the log of every failed test under DIR
+print_failed() {
+    for f in $(find "$1" -name '*.trs' 2>/dev/null); do
+        if grep -q '^:test-result: \(FAIL\|ERROR\)' "$f"; then
+            echo "---- ${f%.trs}.log"; tail -150 "${f%.trs}.log"
+        fi
+    done
+}
+
 run_check() {
     bdir=$1; shift
     "$top/scripts/build.sh" "$bdir" "$@"
     if ! make -C "$bdir" -s -j"$(nproc)" check; then
-        for f in $(find "$bdir/tests" -name '*.log' 2>/dev/null); do
-            if grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null; then
-                echo "---- $f"; tail -150 "$f"
-            fi
-        done
+        print_failed "$bdir/tests"
         exit 1
     fi
 }
@@ -43,9 +48,7 @@ if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" mak
     TESTS="tests/test-cm-basic tests/test-cm-e2e tests/test-verbs-objects tests/test-stag-security \
 tests/test-verbs-errors tests/test-verbs-faults tests/test-verbs-fork tests/test-malicious-peer tests/test-cm-close tests/test-cm-settle \
 tests/test-verbs-srq"; then
-    for f in "$top"/build-tsan/tests/*.log; do
-        grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null && { echo "---- $f"; tail -150 "$f"; }
-    done
+    print_failed "$top/build-tsan/tests"
     exit 1
 fi
 
@@ -55,7 +58,11 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_JOBS="$(nproc)" FUZZ_BUILD="$top/build-fuz
 [ "$rc" = 0 ] || [ "$rc" = 77 ] || exit 1   # 77: no clang/libFuzzer
 
 echo "== make distcheck =="
-make -C "$top/build" -s distcheck
+# distcheck keeps its build tree when a test fails: print that test's log
+if ! make -C "$top/build" -s distcheck; then
+    print_failed "$top/build"/xsock-*/_build
+    exit 1
+fi
 
 echo "== siw interop matrix: xsock against Linux siw in a QEMU guest (make check-interop) =="
 # Prepares the guest once (apt packages, siw.ko from linux-source, Debian's

@@ -59,6 +59,7 @@ run_once() {
     $ts -Y iwarp_rdma -T fields -E occurrence=f -e tcp.srcport -e iwarp_rdma.opcode \
         -e iwarp_mpa.ulpdulength 2>/dev/null >"$tmp/$name.ops"
     echo "$name: FPDUs $fpdus; malformed/errors $malformed; CRC good $goodcrc bad $badcrc; req $req rep $rep"
+    echo "$name: tcpdump: $(grep -h 'packets' "$tmp/$name.tcpdump" | tr '\n' ';')"
     # rping -C 20: 20 x (Send, Read, Send, Write, Send) + disconnect: well over 100 FPDUs
     [ "$fpdus" -ge 100 ] || { echo "decode $name: only $fpdus FPDUs decoded"; lost=1; }
     [ "$malformed" -eq 0 ] || { echo "decode $name: malformed frames"; $ts -Y '_ws.malformed || _ws.expert.severity == error' | head; lost=1; }

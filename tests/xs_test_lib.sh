@@ -64,7 +64,9 @@ xs_need_capture() {
 # tcpdump (bounded wait until it listens; sets xs_tdpid), xs_capture_stop LOG
 # ends it and fails (returns 1) if the kernel dropped packets.
 xs_tdpid=
+xs_tdpcap=
 xs_capture_start() {
+    xs_tdpcap=$1
     tcpdump -i lo -U --immediate-mode -B 65536 -s 0 -w "$1" "tcp port $3" 2>"$2" &
     xs_tdpid=$!
     i=0
@@ -75,7 +77,14 @@ xs_capture_start() {
     return 0
 }
 xs_capture_stop() {
-    sleep 0.5
+    # tcpdump may lag behind on a loaded machine: stop it once the capture
+    # file has not grown for 0.4 s (at most 10 s), not after a fixed pause
+    last=-1 same=0 i=0
+    while [ $same -lt 2 ] && [ $i -lt 50 ]; do
+        sleep 0.2; i=$((i + 1))
+        size=$(stat -c %s "$xs_tdpcap" 2>/dev/null || echo 0)
+        if [ "$size" = "$last" ]; then same=$((same + 1)); else same=0; last=$size; fi
+    done
     kill -INT "$xs_tdpid"; wait "$xs_tdpid" 2>/dev/null; xs_tdpid=
     if grep -q "dropped by kernel" "$1" && ! grep -q "^0 packets dropped by kernel" "$1"; then
         echo "FAIL: capture dropped packets"; cat "$1"; return 1
