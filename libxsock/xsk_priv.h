@@ -140,6 +140,9 @@ struct xsk_stack {
 	int (*comp_take)(struct ibv_comp_channel *);
 	int (*cq_arm)(struct ibv_cq *, int on);
 	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx);
+	/* Sends and Writes from the caller's unregistered memory, on the
+	 * socket when it returns (xsock_priv_post_send_caller; NULL if absent) */
+	int (*post_send_caller)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 	/* The verbs and CM objects are the kernel's (no xsock_priv_fork_init:
 	 * rdma-core): after a fork, parent and child hold the same QP, CQ, MR

@@ -1173,8 +1173,10 @@ out:
 }
 
 /* One Data Transfer message of sge into the current target buffer, which
- * has room for it: the RDMA Write, then the 4-octet Send announcing it. */
-static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id)
+ * has room for it: the RDMA Write, then the 4-octet Send announcing it.
+ * caller: sge is the application's own memory (lkey XSOCK_LKEY_CALLER),
+ * sent before the post returns; nothing completes. */
+static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id, bool caller)
 {
 	struct rs_sge_h *t = &s->tsgl[s->target_sge];
 	uint64_t raddr = t->addr;
@@ -1197,6 +1199,14 @@ static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id)
 	struct ibv_send_wr *bad;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
+	if (caller) {
+		wr.send_flags = 0;
+		if (xsk_stack()->post_send_caller(s->id->qp, &wr, &bad)) {
+			conn_broken(s);
+			return -EPIPE;
+		}
+		return 0;
+	}
 	if (ibv_post_send(s->id->qp, &wr, &bad)) {
 		conn_broken(s);
 		return -EPIPE;
@@ -1218,7 +1228,7 @@ int xsk_stream_post(struct xsk *s, uint64_t addr, uint32_t lkey, uint32_t len, u
 		sge.length = room;
 	if (sge.length > RS_MAX_TRANSFER)
 		sge.length = RS_MAX_TRANSFER;
-	if (post_data(s, &sge, wr_id))
+	if (post_data(s, &sge, wr_id, false))
 		return -EPIPE;
 	return (int)sge.length;
 }
@@ -1259,6 +1269,42 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 	const struct xsk_stack *st = xsk_stack();
 	if (st)
 		cq_disarm(s, st); /* our Writes' completions need no event */
+	if (st && st->post_send_caller) {
+		/* libiwarp: straight from the application's buffer, which the
+		 * stack has handed to the kernel when the post returns */
+		while (v < cnt) {
+			if (!stream_credit(s))
+				poll_cq(s); /* the peer's SGL update may be in */
+			if (!stream_credit(s) || (s->ext && !xsk_ext_stream_ok(s)))
+				break;
+			uint32_t xfer = RS_MAX_TRANSFER;
+			size_t left = iov[v].iov_len - voff;
+			if (xfer > s->tsgl[s->target_sge].length)
+				xfer = s->tsgl[s->target_sge].length;
+			if (xfer > left)
+				xfer = (uint32_t)left;
+			if (xfer) {
+				struct ibv_sge sge = {
+					.addr = (uintptr_t)iov[v].iov_base + voff,
+					.length = xfer,
+					.lkey = XSOCK_LKEY_CALLER,
+				};
+				if (post_data(s, &sge, 0, true)) {
+					cq_rearm(s, st);
+					return sent ? (ssize_t)sent : -EPIPE;
+				}
+			}
+			sent += xfer;
+			*done += xfer;
+			voff += xfer;
+			if (voff == iov[v].iov_len) {
+				v++;
+				voff = 0;
+			}
+		}
+		cq_rearm(s, st);
+		return (ssize_t)sent;
+	}
 	while (v < cnt && can_send(s)) {
 		struct rs_sge_h *t = &s->tsgl[s->target_sge];
 		uint32_t room = sbuf_contig(s);
@@ -1290,7 +1336,7 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 		if (s->sbuf_head >= s->sbuf_size)
 			s->sbuf_head = 0;
 		s->sbuf_used += got;
-		if (post_data(s, &sge, WR_DATA | got)) {
+		if (post_data(s, &sge, WR_DATA | got, false)) {
 			if (st)
 				cq_rearm(s, st);
 			return sent ? (ssize_t)sent : -EPIPE;

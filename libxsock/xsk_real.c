@@ -162,6 +162,7 @@ static void stack_init_once(void)
 	*(void **)&stack.comp_take = dlsym(h, "xsock_priv_comp_take");
 	*(void **)&stack.cq_arm = dlsym(h, "xsock_priv_cq_arm");
 	*(void **)&stack.poll_cq = dlsym(h, "xsock_priv_poll_cq");
+	*(void **)&stack.post_send_caller = dlsym(h, "xsock_priv_post_send_caller");
 	*(void **)&stack.export = dlsym(h, "xsock_priv_export");
 	*(void **)&stack.export_undo = dlsym(h, "xsock_priv_export_undo");
 	*(void **)&stack.adopt = dlsym(h, "xsock_priv_adopt");

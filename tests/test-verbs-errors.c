@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "tests/test-verbs-util.h"
+#include "verbs/xs_priv_abi.h"
 
 
 enum rop { R_WRITE, R_READ, R_SEND, R_SEND_INV };
@@ -815,19 +816,20 @@ static void test_bad_input(void)
 	free_ep(&s);
 	free_ep(&c);
 
-	/* an unregistered lkey on a Send, and on a Read's sink */
-	for (int k = 0; k < 2; k++) {
+	/* an unregistered lkey on a Send, on a Read's sink, and libxsock's
+	 * private "caller's memory" lkey through the public call */
+	for (int k = 0; k < 3; k++) {
 		if (!pair_up(&c, &s, 4, 0, 4)) {
 			xs_test_failures++;
 			goto out;
 		}
 		sg[0] = (struct ibv_sge){ .addr = (uintptr_t)(c.mem + GUARD), .length = 8,
-					  .lkey = c.mr[T_RW]->lkey ^ 0x80 };
-		CHECK(post1(c.id->qp, 6, k ? IBV_WR_RDMA_READ : IBV_WR_SEND, sg, 1,
+					  .lkey = k == 2 ? XSOCK_LKEY_CALLER : c.mr[T_RW]->lkey ^ 0x80 };
+		CHECK(post1(c.id->qp, 6, k == 1 ? IBV_WR_RDMA_READ : IBV_WR_SEND, sg, 1,
 			    s.mr[T_RW]->rkey, (uintptr_t)s.mr[T_RW]->addr, 0) == 0);
 		CHECK(poll_n(c.scq, wc, 1, 100) == 1 && wc[0].wr_id == 6 &&
 		      wc[0].status == IBV_WC_LOC_PROT_ERR &&
-		      wc[0].opcode == (k ? IBV_WC_RDMA_READ : IBV_WC_SEND));
+		      wc[0].opcode == (k == 1 ? IBV_WC_RDMA_READ : IBV_WC_SEND));
 		CHECK(qp_state(c.id->qp) == IBV_QPS_ERR);
 		/* nothing reached the target */
 		usleep(20000);
@@ -918,6 +920,54 @@ static void *bb_run(void *arg)
  * next Send for a receive only that poster's caller will post (qperf
  * rc_bi_bw).  The waiting posters read the stalled input aside, so both
  * posts return and everything arrives, with no Terminate. */
+/* libxsock's private post (xs_priv_abi.h): a Write and a Send from
+ * unregistered memory, which the caller may reuse when the call returns;
+ * a Read, whose sink would be written later, is refused */
+static void test_post_caller(void)
+{
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sg[2];
+	struct ibv_wc wc[2];
+	struct ep c, s;
+	uint8_t mine[300];
+
+	if (!pair_up(&c, &s, 4, 0, 4)) {
+		xs_test_failures++;
+		goto out;
+	}
+	for (unsigned i = 0; i < sizeof(mine); i++)
+		mine[i] = (uint8_t)(i * 7 + 1);
+	memset(wr, 0, sizeof(wr));
+	sg[0] = (struct ibv_sge){ .addr = (uintptr_t)mine, .length = 200, .lkey = XSOCK_LKEY_CALLER };
+	sg[1] = (struct ibv_sge){ .addr = (uintptr_t)(mine + 200), .length = 100,
+				  .lkey = XSOCK_LKEY_CALLER };
+	wr[0] = (struct ibv_send_wr){ .wr_id = 1, .next = &wr[1], .sg_list = &sg[0], .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_WRITE };
+	wr[0].wr.rdma.rkey = s.mr[T_RW]->rkey;
+	wr[0].wr.rdma.remote_addr = (uintptr_t)s.mr[T_RW]->addr + 64;
+	wr[1] = (struct ibv_send_wr){ .wr_id = 2, .sg_list = &sg[1], .num_sge = 1,
+				      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	CHECK(xsock_priv_post_send_caller(c.id->qp, wr, &bad) == 0);
+	memset(mine, 0xee, sizeof(mine)); /* the caller's memory is its own again */
+	CHECK(poll_n(c.scq, wc, 1, 1000) == 1 && wc[0].wr_id == 2 && wc[0].status == IBV_WC_SUCCESS);
+	CHECK(poll_n(s.rcq, wc, 1, 1000) == 1 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[0].byte_len == 100);
+	bool same = true;
+	for (unsigned i = 0; i < 300; i++) {
+		uint8_t got = i < 200 ? ((uint8_t *)s.mr[T_RW]->addr)[64 + i] : s.rbuf[i - 200];
+		same = same && got == (uint8_t)(i * 7 + 1);
+	}
+	CHECK(same);
+	wr[0].opcode = IBV_WR_RDMA_READ;
+	wr[0].next = NULL;
+	bad = NULL;
+	CHECK(xsock_priv_post_send_caller(c.id->qp, wr, &bad) == EINVAL && bad == &wr[0]);
+	CHECK(qp_state(c.id->qp) == IBV_QPS_RTS);
+out:
+	free_ep(&s);
+	free_ep(&c);
+}
+
 static void test_both_blocked(void)
 {
 	struct bb_side b[2];
@@ -982,6 +1032,7 @@ int main(void)
 	test_both_blocked();
 	test_peer_killed();
 	test_bad_input();
+	test_post_caller();
 
 	CHECK(rdma_destroy_id(lid) == 0);
 	rdma_destroy_event_channel(lch);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "verbs/verbs_priv.h"
+#include "verbs/xs_priv_abi.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
@@ -342,12 +343,16 @@ int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err)
 	return rc;
 }
 
+__thread bool xs_mr_caller_ok;
+
 uint8_t *xs_mr_local(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len,
 		     bool need_write)
 {
 	struct xs_mr *m;
 	uint8_t *p = NULL;
 
+	if (lkey == XSOCK_LKEY_CALLER)
+		return xs_mr_caller_ok && !need_write ? (uint8_t *)(uintptr_t)addr : NULL;
 	pthread_rwlock_rdlock(&mr_lock);
 	m = mr_lookup(lkey);
 	if (m && m->valid && m->mr.pd == pd && (!need_write || (m->access & IBV_ACCESS_LOCAL_WRITE)) &&

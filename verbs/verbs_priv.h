@@ -78,6 +78,10 @@ struct xs_mr {
  * Returns the buffer address, or NULL. */
 uint8_t *xs_mr_local(struct ibv_pd *pd, uint32_t lkey, uint64_t addr, uint64_t len,
 		     bool need_write);
+/* Set by xsock_priv_post_send_caller on its thread for its duration:
+ * xs_mr_local then takes XSOCK_LKEY_CALLER for reading the caller's own
+ * memory (never for writing into it). */
+extern __thread bool xs_mr_caller_ok;
 
 /* ---- CQ (verbs_cq.c) ---------------------------------------------------- */
 

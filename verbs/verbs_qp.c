@@ -1767,3 +1767,32 @@ int xs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	pthread_mutex_unlock(&q->sq_lock);
 	return rc;
 }
+
+/* Private to libxsock (xs_priv_abi.h): Sends and Writes only, which are
+ * on the socket when xs_post_send returns; a Read or an Atomic would
+ * write into the caller's memory later. */
+XS_EXPORT int xsock_priv_post_send_caller(struct ibv_qp *qp, struct ibv_send_wr *wr,
+					  struct ibv_send_wr **bad);
+XS_EXPORT int xsock_priv_post_send_caller(struct ibv_qp *qp, struct ibv_send_wr *wr,
+					  struct ibv_send_wr **bad)
+{
+	int rc;
+
+	for (struct ibv_send_wr *w = wr; w; w = w->next) {
+		switch (w->opcode) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_INV:
+		case IBV_WR_SEND_WITH_IMM:
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			break;
+		default:
+			*bad = w;
+			return EINVAL;
+		}
+	}
+	xs_mr_caller_ok = true;
+	rc = xs_post_send(qp, wr, bad);
+	xs_mr_caller_ok = false;
+	return rc;
+}

@@ -1506,8 +1506,12 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 			got += (size_t)n;
 			break;
 		}
-		if (n > 0 && rc == 0)
-			c->rx_large = iw_rx_direct(&c->rx, &dst) >= XS_RLARGE;
+		if (n > 0 && rc == 0) {
+			/* at an FPDU boundary right after a large payload the
+			 * next FPDU is likely large too: read its header alone */
+			size_t w = iw_rx_direct(&c->rx, &dst);
+			c->rx_large = w >= XS_RLARGE || (w == 0 && win >= XS_RLARGE);
+		}
 		if (rc < 0) {
 fail:
 			if (engine) {

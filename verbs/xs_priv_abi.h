@@ -47,6 +47,18 @@ int xsock_priv_adopt_start(struct rdma_cm_id *id);
 struct ibv_mr *xsock_priv_reg_mr_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				      int access, uint32_t stag);
 
+/* ibv_post_send for Sends and RDMA Writes whose SGEs may name the
+ * caller's own memory, unregistered, with lkey XSOCK_LKEY_CALLER (valid
+ * only in this call): libiwarp has handed every octet to the kernel
+ * when the call returns (its Sends and Writes go out on the caller's
+ * thread, xsock(7) FAST PATH), so the memory is free again, as with
+ * IBV_SEND_INLINE of any size.  libxsock's write() sends from the
+ * application's buffer this way, without a staging copy.  Other
+ * opcodes, or that lkey with another opcode: EINVAL. */
+#define XSOCK_LKEY_CALLER 0xfeu /* below 256: never an STag libiwarp makes */
+int xsock_priv_post_send_caller(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				struct ibv_send_wr **bad);
+
 /* What exit() does for the stack's connections after the application's
  * atexit handlers (a destructor): wait, bounded by XSOCK_FIN_DELAY_MS and
  * XSOCK_LINGER_MS, until closed connections have lingered and delayed FINs
