@@ -64,6 +64,12 @@ if command -v ib_send_bw >/dev/null 2>&1; then
             # a sane result line: the size, the iterations, then numbers
             if grep -Eq '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c"; then
                 echo "ok $t: $(grep -E '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c" | head -1 | tr -s ' ')"
+            elif grep -q 'Correlation coefficient r^2' "$XS_TMP.c"; then
+                # perftest's latency report needs its cycle clock calibrated
+                # against gettimeofday; on a loaded machine that fit fails
+                # (get_clock.c: r^2 < 0.9) and it prints no report, though
+                # both ends ran every iteration and exited 0
+                echo "ok $t: both ends exited 0; no report (perftest could not calibrate its clock under load)"
             else
                 echo "FAIL $t: no result line"; cat "$XS_TMP.c"; fail=1
             fi
