@@ -1894,7 +1894,8 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 		}
 		int t = ready ? 0 : remaining(deadline);
 		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000 };
-		int k = xsk_real.ppoll(w, nw, t < 0 ? NULL : &ts, mask);
+		/* ready with only IWARP sockets: nothing left to ask the kernel */
+		int k = ready && !nw ? 0 : xsk_real.ppoll(w, nw, t < 0 ? NULL : &ts, mask);
 		int e = errno;
 		for (nfds_t i = 0; i < n; i++) {
 			if (writer[i]) {

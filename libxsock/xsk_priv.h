@@ -154,6 +154,10 @@ struct xsk_stack {
 	bool kernel;
 };
 
+/* poll_cq's rx: receive on the connection first when the CQ is empty
+ * never, always, or only if its socket may hold something (no system
+ * call to learn that it does not: libiwarp's engine watches it) */
+enum { XSK_RX_NONE, XSK_RX_ALWAYS, XSK_RX_MAYBE };
 enum { XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT }; /* libiwarp's XS_TCP_* */
 
 /* Resolve libc's entry points once (idempotent, thread-safe). */

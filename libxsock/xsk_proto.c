@@ -576,8 +576,9 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 	}
 }
 
-/* rx: an empty CQ makes the stack receive on the connection first */
-static void poll_cq_rx(struct xsk *s, bool rx)
+/* rx (XSK_RX_*): an empty CQ makes the stack receive on the connection
+ * first */
+static void poll_cq_rx(struct xsk *s, int rx)
 {
 	const struct xsk_stack *st = xsk_stack();
 	struct ibv_wc wc[32];
@@ -645,7 +646,7 @@ static void cq_rearm(struct xsk *s, const struct xsk_stack *st)
 
 static void poll_cq(struct xsk *s)
 {
-	poll_cq_rx(s, true);
+	poll_cq_rx(s, XSK_RX_MAYBE);
 }
 
 /* pending: the channel has events (xsk_progress looked) */
@@ -786,7 +787,7 @@ static void drain_cm(struct xsk *s, const struct xsk_stack *st)
 	}
 }
 
-static void progress(struct xsk *s, bool ready, bool rx)
+static void progress(struct xsk *s, bool ready, int rx)
 {
 	const struct xsk_stack *st = xsk_stack();
 	bool cm_ev, cq_ev;
@@ -831,12 +832,18 @@ static void progress(struct xsk *s, bool ready, bool rx)
 
 void xsk_progress(struct xsk *s)
 {
-	progress(s, true, true);
+	progress(s, true, XSK_RX_MAYBE);
 }
 
 void xsk_progress_io(struct xsk *s, int flags)
 {
-	bool rx = s->nonblock || (flags & MSG_DONTWAIT) || s->rx_hint;
+	/* after a wait on the TCP socket (rx_hint) it is likely readable;
+	 * a non-blocking call with nothing buffered looks at the socket on
+	 * this thread (no hand-off to the engine), one with data buffered
+	 * only if the engine is not watching an emptied socket anyway */
+	int rx = s->rx_hint ? XSK_RX_ALWAYS :
+		 !(s->nonblock || (flags & MSG_DONTWAIT)) ? XSK_RX_NONE :
+		 s->rbytes ? XSK_RX_MAYBE : XSK_RX_ALWAYS;
 
 	s->rx_hint = false;
 	progress(s, false, rx);
@@ -1549,7 +1556,7 @@ static void close_wait(struct xsk *s, const struct xsk_stack *st, bool (*done)(c
 
 		drain_cm(s, st);
 		drain_cq_events(s, st, true);
-		poll_cq_rx(s, true);
+		poll_cq_rx(s, XSK_RX_ALWAYS);
 		left = deadline - now_ms();
 		if (done(s) || s->qp_failed || left <= 0)
 			return;

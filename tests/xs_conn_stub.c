@@ -151,7 +151,7 @@ void xs_conn_put(struct xs_conn *c)
 }
 
 /* the CQ fast path: nothing waits in a stub's socket */
-ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
+ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
 {
 	return 0;
 }

@@ -175,9 +175,9 @@ static void channel_signal(struct xs_channel *c, struct xs_cq *cq)
 		xs_log("completion event lost\n");
 }
 
-/* Receive on the connections of x's QPs on this thread (x->lock not held).
- * Returns the octets consumed. */
-static size_t cq_poll_conns(struct xs_cq *x)
+/* Receive on the connections of x's QPs on this thread (x->lock not held;
+ * maybe: xs_conn_poll's).  Returns the octets consumed. */
+static size_t cq_poll_conns(struct xs_cq *x, bool maybe)
 {
 	struct xs_conn *c[XS_CQ_POLL_CONNS];
 	unsigned n;
@@ -192,7 +192,7 @@ static size_t cq_poll_conns(struct xs_cq *x)
 	pthread_mutex_unlock(&x->lock);
 	bool busy = false;
 	for (unsigned i = 0; i < n; i++) {
-		ssize_t r = xs_conn_poll(c[i], 1u << 20);
+		ssize_t r = xs_conn_poll(c[i], 1u << 20, maybe);
 		if (r > 0)
 			got += (size_t)r;
 		busy |= r == -EBUSY;
@@ -248,7 +248,7 @@ static void channel_spin(struct xs_channel *c, uint64_t spin_ns)
 		}
 		pthread_mutex_unlock(&c->lock);
 		for (unsigned i = 0; i < n; i++) {
-			cq_poll_conns(cqs[i]);
+			cq_poll_conns(cqs[i], false);
 			__atomic_sub_fetch(&cqs[i]->spinners, 1, __ATOMIC_RELEASE);
 		}
 		if (!n || !spin_ns)
@@ -464,7 +464,10 @@ XS_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	return 0;
 }
 
-static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
+/* rx: XS_RX_NONE, XS_RX_ALWAYS, XS_RX_MAYBE (xsock_priv_poll_cq) */
+enum { XS_RX_NONE, XS_RX_ALWAYS, XS_RX_MAYBE };
+
+static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
 	int i = 0;
@@ -483,7 +486,7 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
 		bool conns = x->nconns > 0;
 		pthread_mutex_unlock(&x->lock);
 		/* empty: receive what is waiting on this thread, then look again */
-		if (i || !n || !conns || !rx || !cq_poll_conns(x))
+		if (i || !n || !conns || rx == XS_RX_NONE || !cq_poll_conns(x, rx == XS_RX_MAYBE))
 			break;
 	}
 	return i;
@@ -491,15 +494,17 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, bool rx)
 
 int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
-	return poll_cq(cq, n, wc, true);
+	return poll_cq(cq, n, wc, XS_RX_ALWAYS);
 }
 
-/* Private to libxsock: ibv_poll_cq, and with rx = 0 without receiving on
- * the connections (a thread that will wait on the socket first). */
+/* Private to libxsock: ibv_poll_cq; with rx = 0 without receiving on the
+ * connections (a thread that will wait on the socket first), with rx = 2
+ * only on those whose socket may hold something (xs_conn_poll's maybe:
+ * a readiness check costs no system call when the engine watches). */
 XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
 XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
 {
-	return poll_cq(cq, n, wc, rx != 0);
+	return poll_cq(cq, n, wc, rx == 0 ? XS_RX_NONE : rx == 2 ? XS_RX_MAYBE : XS_RX_ALWAYS);
 }
 
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn)

@@ -188,6 +188,12 @@ struct xs_conn {
 	 * are any, the engine's poll parks the connection instead of
 	 * receiving, so one wake-up (theirs) carries the data. */
 	_Atomic int app_waiters;
+	/* rx_watch: the engine's poll waits for POLLIN on the socket (it
+	 * receives what comes); rx_empty: the last receive found the socket
+	 * empty.  Both: an application thread's "maybe" receive
+	 * (xs_conn_poll) has nothing to find and skips the system call. */
+	_Atomic bool rx_watch;
+	_Atomic bool rx_empty;
 	_Atomic bool rx_app_eof; /* an application thread's receive met FIN or an error */
 	/* RNR: a Send arrived before its receive was posted.  The stream
 	 * stops there (rx_mu): the rest of rbuf waits at rx_pend_off, the
@@ -656,6 +662,7 @@ static void conn_arm(struct xs_conn *c)
 		return;
 	hs_track(c);
 	c->poll_armed = true;
+	atomic_store(&c->rx_watch, c->state == CONN_ESTABLISHED && (ev & POLLIN));
 	conn_ref(c); /* the pending poll holds the connection */
 	arm_poll(c, TAG_CONN, c->fd, ev);
 }
@@ -1495,6 +1502,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 {
 	struct xs_err err;
 	size_t got = 0;
+	bool emptied = false;
 
 	while (budget > 0 && c->state == CONN_ESTABLISHED && !c->dead && !c->rx_defer) {
 		uint8_t *dst;
@@ -1628,15 +1636,19 @@ fail:
 			conn_fail(c, false, &e, status);
 			break;
 		}
-		if (n < 0)
+		if (n < 0) {
+			emptied = errno == EAGAIN || errno == EWOULDBLOCK;
 			break;
+		}
 		got += (size_t)n;
 		budget = (size_t)n < budget ? budget - (size_t)n : 0;
 		/* a short read emptied the socket: another recv would only say
 		 * EAGAIN (what arrives later makes the socket readable again,
 		 * for the engine's re-armed poll as for a waiting thread) */
-		if (!c->term_seen && (size_t)n < asked)
+		if (!c->term_seen && (size_t)n < asked) {
+			emptied = true;
 			break;
+		}
 		if (c->term_seen) {
 			if (engine) {
 				conn_fail(c, false, &c->term_cause, -ECONNRESET);
@@ -1647,6 +1659,7 @@ fail:
 			break;
 		}
 	}
+	atomic_store(&c->rx_empty, emptied);
 	return got;
 }
 
@@ -1725,8 +1738,15 @@ static void stream_setup(struct xs_conn *c)
 
 	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) < 0 || mss <= 0)
 		mss = 1460;
-	iw_tx_init(&c->tx, c->agreed.markers_tx, c->agreed.crc, mpa_mulpdu((size_t)mss, c->agreed.markers_tx),
-		   conn_write_blocking, c);
+	/* FPDUs the size of a TCP segment let an RNIC place each segment
+	 * alone (RFC 5044 section 4.4), what siw and hardware peers expect.
+	 * Another xsock reads a stream, not segments: FPDUs as large as a
+	 * 16-bit Marker pointer allows (64 KiB) halve its headers and
+	 * receive calls on loopback (MSS 32 KiB there) and divide them by 45
+	 * over Ethernet. */
+	size_t mulpdu = mpa_mulpdu((size_t)peer_is_xsock(c) ? MPA_ULPDU_MAX : (size_t)mss,
+				   c->agreed.markers_tx);
+	iw_tx_init(&c->tx, c->agreed.markers_tx, c->agreed.crc, mulpdu, conn_write_blocking, c);
 	iw_rx_init(&c->rx, c->agreed.markers_rx, c->agreed.crc, 0, conn_resolve, c, &conn_rx_ops, c);
 	c->rx.rnr = xs_config()->rnr_ms > 0;
 	c->rx.ext = c->agreed.rdmap_ext;
@@ -2551,6 +2571,7 @@ XS_EXPORT void xsock_priv_exit_wait(void)
 static void conn_event(struct xs_conn *c, int res)
 {
 	c->poll_armed = false;
+	atomic_store(&c->rx_watch, false);
 	if (c->state == CONN_LINGER) {
 		linger_input(c);
 		conn_unref(c); /* the poll's reference */
@@ -2816,10 +2837,12 @@ void xs_conn_rx_kick(struct xs_conn *c, bool never)
 		conn_command(c, CMD_RXKICK);
 }
 
-ssize_t xs_conn_poll(struct xs_conn *c, size_t budget)
+ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
 {
 	ssize_t got = 0;
 
+	if (maybe && atomic_load(&c->rx_watch) && atomic_load(&c->rx_empty))
+		return 0; /* the engine's poll sees what comes to the emptied socket */
 	if (xs_conn_claim(c) < 0)
 		return -EPIPE; /* another process uses this connection */
 	if (on_engine_thread || pthread_mutex_trylock(&c->rx_mu))
@@ -2847,6 +2870,9 @@ XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 	if (!c)
 		return -1;
 	if (!on) {
+		/* the waiter may have seen the socket readable: its next
+		 * receive looks (xs_conn_poll) */
+		atomic_store(&c->rx_empty, false);
 		atomic_fetch_sub_explicit(&c->app_waiters, 1, memory_order_release);
 		return 0;
 	}
@@ -3533,6 +3559,7 @@ void xs_engine_fork_child(void)
 		}
 		if (c->poll_armed) {
 			c->poll_armed = false;
+			atomic_store(&c->rx_watch, false);
 			c->refs--;
 		}
 		if (c->refs <= 0)

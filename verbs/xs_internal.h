@@ -246,8 +246,10 @@ int xs_conn_atomic_resp(struct xs_conn *c, uint32_t req_id, uint64_t value);
  * exactly as the engine would, without a thread hand-off.  Never blocks:
  * -EBUSY at once if another thread (the engine) is receiving on this
  * connection.  A failure found here is handed to the engine, which ends
- * the stream.  Returns the octets consumed (at most about budget). */
-ssize_t xs_conn_poll(struct xs_conn *c, size_t budget);
+ * the stream.  Returns the octets consumed (at most about budget).
+ * maybe: only if the socket may hold something; 0 without a system call
+ * when the last receive emptied it and the engine's poll watches it. */
+ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe);
 /* RNR (XSOCK_RNR_MS): a Send that finds no posted receive stops the
  * stream until one is posted, for at most that long (then DDP/2/0x02 as
  * before).  post_recv calls this after posting (never = false); the QP in
