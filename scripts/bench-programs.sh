@@ -253,14 +253,16 @@ print("%.3f" % (r["bits_per_second"] / 1e9) if r["bytes"] > 0 else "")' "$tmp/$k
 
 redis_run() {
     r=$1 k=redis-$1-$2 port=$(free_port)
+    # protected mode refuses clients from the other namespace (--netns);
+    # the server listens on a private address only
     start_server "$k" "$r" timeout 600 redis-server --port "$port" --bind "$saddr" --save '' \
-        --appendonly no --daemonize no
+        --appendonly no --daemonize no --protected-mode no
     wait_listen "$port" || { fail redis "$r" "server did not listen" "$tmp/$k.srv"; stop_server; return; }
     val=$(od -An -tx1 -N 48 /dev/urandom | tr -d ' \n')
     got=$(rowrun "$r" cli "" timeout 30 redis-cli -h "$saddr" -p "$port" SET xsb:check "$val" 2>&1 &&
         rowrun "$r" cli "" timeout 30 redis-cli -h "$saddr" -p "$port" --raw GET xsb:check 2>&1) || true
     [ "$got" = "OK
-$val" ] || { fail redis "$r" "value read back differs: $got"; stop_server; return; }
+$val" ] || { fail redis "$r" "value read back differs: $(echo "$got" | head -c 200)"; stop_server; return; }
     for t in set get; do
         c0=$(tree_cpu "$srvjob")
         if ! rowrun "$r" cli "$tmp/$k.$t.ctime" timeout 300 redis-benchmark -h "$saddr" -p "$port" \
