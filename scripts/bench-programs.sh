@@ -98,32 +98,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# ---- where each side runs ----
 saddr=127.0.0.1
-if [ $netns = 1 ]; then
-    # the namespaces' names carry our pid: a second run does not collide
-    sns=xsb-s$$ cns=xsb-c$$ sv=xsbs$$ cv=xsbc$$
-    {
-        ip netns add "$sns" && ip netns add "$cns" &&
-            ip link add "$sv" type veth peer name "$cv" &&
-            ip link set "$sv" netns "$sns" && ip link set "$cv" netns "$cns" &&
-            ip -n "$sns" addr add 10.77.0.1/24 dev "$sv" &&
-            ip -n "$cns" addr add 10.77.0.2/24 dev "$cv" &&
-            ip -n "$sns" link set "$sv" mtu 1500 up && ip -n "$cns" link set "$cv" mtu 1500 up &&
-            ip -n "$sns" link set lo up && ip -n "$cns" link set lo up
-    } || { echo "$me: could not set up the network namespaces" >&2; exit 2; }
-    if [ $netem = 1 ]; then
-        for e in "$sns $sv" "$cns $cv"; do
-            # shellcheck disable=SC2086
-            set -- $e
-            tc -n "$1" qdisc add dev "$2" root netem delay 1ms loss 0.1% 2>"$tmp/tc.err" || {
-                echo "$me: netem unavailable: $(cat "$tmp/tc.err") (this kernel has no sch_netem?)" >&2
-                exit 2
-            }
-        done
-    fi
-    saddr=10.77.0.1
-fi
 
 # rowrun ROW SIDE(srv|cli) TIMEFILE CMD...: CMD in ROW's way, in SIDE's
 # namespace, with its user+sys seconds written to TIMEFILE ("" for none)
@@ -450,6 +425,32 @@ memcached_run() {
         "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" "$(time_s "$tmp/$k.ctime")"
     stop_server
 }
+
+# ---- where each side runs ----
+if [ $netns = 1 ]; then
+    # the namespaces' names carry our pid: a second run does not collide
+    sns=xsb-s$$ cns=xsb-c$$ sv=xsbs$$ cv=xsbc$$
+    {
+        ip netns add "$sns" && ip netns add "$cns" &&
+            ip link add "$sv" type veth peer name "$cv" &&
+            ip link set "$sv" netns "$sns" && ip link set "$cv" netns "$cns" &&
+            ip -n "$sns" addr add 10.77.0.1/24 dev "$sv" &&
+            ip -n "$cns" addr add 10.77.0.2/24 dev "$cv" &&
+            ip -n "$sns" link set "$sv" mtu 1500 up && ip -n "$cns" link set "$cv" mtu 1500 up &&
+            ip -n "$sns" link set lo up && ip -n "$cns" link set lo up
+    } || { echo "$me: could not set up the network namespaces" >&2; exit 2; }
+    if [ $netem = 1 ]; then
+        for e in "$sns $sv" "$cns $cv"; do
+            # shellcheck disable=SC2086
+            set -- $e
+            tc -n "$1" qdisc add dev "$2" root netem delay 1ms loss 0.1% 2>"$tmp/tc.err" || {
+                echo "$me: netem unavailable: $(cat "$tmp/tc.err") (this kernel has no sch_netem?)" >&2
+                exit 2
+            }
+        done
+    fi
+    saddr=10.77.0.1
+fi
 
 # ---- setup, then the repetitions: within each, every program and row ----
 progs=
