@@ -128,11 +128,12 @@ out:
 }
 
 /* Check n received octets at stream offset off: a write of opt.size
- * octets is its sequence number (8 octets, little-endian, when opt.size >=
- * 8) then pat.  With whole = 0 only the sequence numbers are looked at. */
+ * octets is its sequence number (little-endian, in its first 8 octets, or
+ * all of a shorter write) then pat.  With whole = 0 only the sequence
+ * numbers are looked at. */
 static int check_range(const uint8_t *p, size_t n, uint64_t off, int whole)
 {
-	size_t stamp = opt.size >= 8 ? 8 : 0;
+	size_t stamp = opt.size < 8 ? opt.size : 8;
 
 	while (n) {
 		size_t j = off % opt.size, m = opt.size - j, k = j;
