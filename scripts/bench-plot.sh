@@ -39,12 +39,14 @@ EOF
 set terminal $term
 set output '$dir/sockets-lat.png'
 set title 'xsock-sockbench on loopback: 64 B ping-pong, one-way latency percentiles'
-set ylabel 'microseconds (median of interleaved runs)'
+set ylabel 'microseconds, log scale (median of interleaved runs)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set boxwidth 0.9
-set yrange [0:*]
+# log: the tails (p99.9) are 10-100 times the medians on a busy machine
+set logscale y 10
+set yrange [1:*]
 set key top left
 set grid ytics
 plot '$dir/sockets-lat.dat' using 2:xtic(1) title 'plain TCP', \
