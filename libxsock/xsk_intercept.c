@@ -1195,7 +1195,7 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 			r = want ? xsk_recv_locked(s, v, n, flags) : 0;
 		if (!want && s->state != XSK_CONNECTED)
 			r = -ENOTCONN;
-		xsk_set_ready(s);
+		xsk_set_ready_after_io(s, r == -EAGAIN);
 		pthread_mutex_unlock(&s->mu);
 		if (r > 0) {
 			got += (size_t)r;
@@ -1249,7 +1249,7 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 		r = xsk_send_locked(s, iov, cnt, flags, &done);
 		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		bool connecting = s->state == XSK_CONNECTING;
-		xsk_set_ready(s);
+		xsk_set_ready_after_io(s, false);
 		pthread_mutex_unlock(&s->mu);
 		if (r < 0) {
 			if (done)

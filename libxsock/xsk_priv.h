@@ -414,6 +414,13 @@ ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 struct xsk *xsk_accept_pop(struct xsk *s);
 int xsk_shutdown_locked(struct xsk *s, int how);
 void xsk_set_ready(struct xsk *s);
+/* The same after a data call, lazily: the ready fd is set when the socket
+ * became readable but left set when the call drained it (two system calls
+ * per message saved), unless the call itself found nothing (nothing_found:
+ * a kernel-level wait that woke for the stale mark and read EAGAIN must not
+ * wake again).  libxsock's own waits (xsk_progress) clear it before they
+ * block, so a stale mark costs at most one early wake-up.  s->mu held. */
+void xsk_set_ready_after_io(struct xsk *s, bool nothing_found);
 /* Hand a listener to the service thread, which accepts connection
  * requests while the application is not in accept() (the kernel's backlog
  * does that for TCP).  s->mu not held. */

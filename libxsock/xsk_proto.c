@@ -197,6 +197,12 @@ void xsk_set_ready(struct xsk *s)
 	}
 }
 
+void xsk_set_ready_after_io(struct xsk *s, bool nothing_found)
+{
+	if (nothing_found || !s->ready_set)
+		xsk_set_ready(s);
+}
+
 /* ---- posting ------------------------------------------------------------------ */
 
 /* The address (TO) of p in the receive memory as the MR knows it: its own
