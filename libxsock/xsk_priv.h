@@ -139,7 +139,7 @@ struct xsk_stack {
 	int (*comp_pending)(struct ibv_comp_channel *);
 	int (*comp_take)(struct ibv_comp_channel *);
 	int (*cq_arm)(struct ibv_cq *, int on);
-	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx);
+	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx); /* XSOCK_RX_* */
 	/* Sends and Writes from the caller's unregistered memory, on the
 	 * socket when it returns (xsock_priv_post_send_caller; NULL if absent) */
 	int (*post_send_caller)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
@@ -154,10 +154,6 @@ struct xsk_stack {
 	bool kernel;
 };
 
-/* poll_cq's rx: receive on the connection first when the CQ is empty
- * never, always, or only if its socket may hold something (no system
- * call to learn that it does not: libiwarp's engine watches it) */
-enum { XSK_RX_NONE, XSK_RX_ALWAYS, XSK_RX_MAYBE };
 enum { XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT }; /* libiwarp's XS_TCP_* */
 
 /* Resolve libc's entry points once (idempotent, thread-safe). */

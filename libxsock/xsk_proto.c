@@ -582,7 +582,7 @@ static void handle_msg(struct xsk *s, uint32_t msg)
 	}
 }
 
-/* rx (XSK_RX_*): an empty CQ makes the stack receive on the connection
+/* rx (XSOCK_RX_*): an empty CQ makes the stack receive on the connection
  * first */
 static void poll_cq_rx(struct xsk *s, int rx)
 {
@@ -652,7 +652,7 @@ static void cq_rearm(struct xsk *s, const struct xsk_stack *st)
 
 static void poll_cq(struct xsk *s)
 {
-	poll_cq_rx(s, XSK_RX_MAYBE);
+	poll_cq_rx(s, XSOCK_RX_MAYBE);
 }
 
 /* pending: the channel has events (xsk_progress looked) */
@@ -838,7 +838,7 @@ static void progress(struct xsk *s, bool ready, int rx)
 
 void xsk_progress(struct xsk *s)
 {
-	progress(s, true, XSK_RX_MAYBE);
+	progress(s, true, XSOCK_RX_MAYBE);
 }
 
 void xsk_progress_io(struct xsk *s, int flags)
@@ -847,9 +847,9 @@ void xsk_progress_io(struct xsk *s, int flags)
 	 * a non-blocking call with nothing buffered looks at the socket on
 	 * this thread (no hand-off to the engine), one with data buffered
 	 * only if the engine is not watching an emptied socket anyway */
-	int rx = s->rx_hint ? XSK_RX_ALWAYS :
-		 !(s->nonblock || (flags & MSG_DONTWAIT)) ? XSK_RX_NONE :
-		 s->rbytes ? XSK_RX_MAYBE : XSK_RX_ALWAYS;
+	int rx = s->rx_hint ? XSOCK_RX_ALWAYS :
+		 !(s->nonblock || (flags & MSG_DONTWAIT)) ? XSOCK_RX_NONE :
+		 s->rbytes ? XSOCK_RX_MAYBE : XSOCK_RX_ALWAYS;
 
 	s->rx_hint = false;
 	progress(s, false, rx);
@@ -1562,7 +1562,7 @@ static void close_wait(struct xsk *s, const struct xsk_stack *st, bool (*done)(c
 
 		drain_cm(s, st);
 		drain_cq_events(s, st, true);
-		poll_cq_rx(s, XSK_RX_ALWAYS);
+		poll_cq_rx(s, XSOCK_RX_ALWAYS);
 		left = deadline - now_ms();
 		if (done(s) || s->qp_failed || left <= 0)
 			return;

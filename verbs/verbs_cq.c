@@ -464,9 +464,7 @@ XS_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	return 0;
 }
 
-/* rx: XS_RX_NONE, XS_RX_ALWAYS, XS_RX_MAYBE (xsock_priv_poll_cq) */
-enum { XS_RX_NONE, XS_RX_ALWAYS, XS_RX_MAYBE };
-
+/* rx: XSOCK_RX_* (xs_priv_abi.h) */
 static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
@@ -486,7 +484,7 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
 		bool conns = x->nconns > 0;
 		pthread_mutex_unlock(&x->lock);
 		/* empty: receive what is waiting on this thread, then look again */
-		if (i || !n || !conns || rx == XS_RX_NONE || !cq_poll_conns(x, rx == XS_RX_MAYBE))
+		if (i || !n || !conns || rx == XSOCK_RX_NONE || !cq_poll_conns(x, rx == XSOCK_RX_MAYBE))
 			break;
 	}
 	return i;
@@ -494,17 +492,13 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
 
 int xs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
-	return poll_cq(cq, n, wc, XS_RX_ALWAYS);
+	return poll_cq(cq, n, wc, XSOCK_RX_ALWAYS);
 }
 
-/* Private to libxsock: ibv_poll_cq; with rx = 0 without receiving on the
- * connections (a thread that will wait on the socket first), with rx = 2
- * only on those whose socket may hold something (xs_conn_poll's maybe:
- * a readiness check costs no system call when the engine watches). */
-XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
+/* Private to libxsock (xs_priv_abi.h) */
 XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx)
 {
-	return poll_cq(cq, n, wc, rx == 0 ? XS_RX_NONE : rx == 2 ? XS_RX_MAYBE : XS_RX_ALWAYS);
+	return poll_cq(cq, n, wc, rx);
 }
 
 void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn)

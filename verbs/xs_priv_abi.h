@@ -59,6 +59,14 @@ struct ibv_mr *xsock_priv_reg_mr_stag(struct ibv_pd *pd, void *addr, size_t leng
 int xsock_priv_post_send_caller(struct ibv_qp *qp, struct ibv_send_wr *wr,
 				struct ibv_send_wr **bad);
 
+/* xsock_priv_poll_cq(cq, n, wc, rx): ibv_poll_cq, and when the CQ is
+ * empty a receive on its connections on the caller's thread first: never
+ * (a thread that will wait on the socket itself), always, or only where
+ * the socket may hold something (no system call when the last receive
+ * emptied it and libiwarp's engine watches it: a readiness check). */
+enum { XSOCK_RX_NONE = 0, XSOCK_RX_ALWAYS = 1, XSOCK_RX_MAYBE = 2 };
+int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
+
 /* What exit() does for the stack's connections after the application's
  * atexit handlers (a destructor): wait, bounded by XSOCK_FIN_DELAY_MS and
  * XSOCK_LINGER_MS, until closed connections have lingered and delayed FINs
