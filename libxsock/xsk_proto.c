@@ -1208,19 +1208,13 @@ static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id, bool ca
 	struct ibv_send_wr msg = { .opcode = IBV_WR_SEND, .sg_list = &msge, .num_sge = 1,
 				   .send_flags = IBV_SEND_INLINE };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .next = &msg, .opcode = IBV_WR_RDMA_WRITE,
-				  .sg_list = sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED };
+				  .sg_list = sge, .num_sge = 1,
+				  .send_flags = caller ? 0 : IBV_SEND_SIGNALED };
 	struct ibv_send_wr *bad;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	if (caller) {
-		wr.send_flags = 0;
-		if (xsk_stack()->post_send_caller(s->id->qp, &wr, &bad)) {
-			conn_broken(s);
-			return -EPIPE;
-		}
-		return 0;
-	}
-	if (ibv_post_send(s->id->qp, &wr, &bad)) {
+	if (caller ? xsk_stack()->post_send_caller(s->id->qp, &wr, &bad)
+		   : ibv_post_send(s->id->qp, &wr, &bad)) {
 		conn_broken(s);
 		return -EPIPE;
 	}
