@@ -798,13 +798,37 @@ static int cork_flush(struct xs_conn *c)
 	return rc;
 }
 
-/* Copied rather than referenced: the FPDU scratch (rewritten for the next
- * FPDU) and small pieces (a WR's inline data lives on post_send's stack). */
+/* p lies in the FPDU scratch, which the next FPDU's framing rewrites. */
+static bool in_frame(const struct xs_conn *c, const void *p)
+{
+	const uint8_t *b = p, *f = (const uint8_t *)&c->tx.frame;
+
+	return b >= f && b < f + sizeof(c->tx.frame);
+}
+
+/* Copied rather than referenced: the FPDU scratch and small pieces (a
+ * WR's inline data lives on post_send's stack). */
 static bool cork_copies(const struct xs_conn *c, const struct iovec *v)
 {
-	const uint8_t *b = v->iov_base, *f = (const uint8_t *)&c->tx.frame;
+	return v->iov_len <= XS_MAX_INLINE || in_frame(c, v->iov_base);
+}
 
-	return v->iov_len <= XS_MAX_INLINE || (b >= f && b < f + sizeof(c->tx.frame));
+/* A cork on this thread: FPDUs gather until cork_end's one sendmsg
+ * (tx owned). */
+static void cork_begin(struct xs_conn *c)
+{
+	c->cork_cnt = 0;
+	c->cork_len = 0;
+	c->cork_used = 0;
+	tls_cork = c;
+}
+
+static int cork_end(struct xs_conn *c)
+{
+	int rc = cork_flush(c);
+
+	tls_cork = NULL;
+	return rc;
 }
 
 /* The iw_tx writer used on application threads: all of the FPDU, waiting
@@ -911,18 +935,14 @@ static bool msg_batch_begin(struct xs_conn *c, const struct iovec *iov, int cnt)
 		total += iov[i].iov_len;
 	if (total <= c->tx.mulpdu)
 		return false;
-	c->cork_cnt = 0;
-	c->cork_len = 0;
-	c->cork_used = 0;
-	tls_cork = c;
+	cork_begin(c);
 	return true;
 }
 
 static int msg_batch_end(struct xs_conn *c, int rc)
 {
-	int frc = cork_flush(c);
+	int frc = cork_end(c);
 
-	tls_cork = NULL;
 	return rc < 0 ? rc : frc;
 }
 
@@ -968,10 +988,7 @@ int xs_conn_cork(struct xs_conn *c)
 
 	if (rc < 0)
 		return rc;
-	c->cork_cnt = 0;
-	c->cork_len = 0;
-	c->cork_used = 0;
-	tls_cork = c;
+	cork_begin(c);
 	return 0;
 }
 
@@ -986,8 +1003,7 @@ int xs_conn_uncork(struct xs_conn *c)
 
 	if (tls_cork != c)
 		return 0;
-	rc = cork_flush(c);
-	tls_cork = NULL;
+	rc = cork_end(c);
 	tx_release(c);
 	return rc;
 }
@@ -1093,7 +1109,6 @@ static bool rem_room(const struct xs_conn *c)
 static void rem_append(struct xs_conn *c)
 {
 	const struct mpa_txframe *f = &c->tx.frame;
-	const uint8_t *lo = (const uint8_t *)f, *hi = lo + sizeof(*f);
 
 	for (int i = 0; i < f->iovcnt; i++) {
 		struct iovec v = f->iov[i];
@@ -1101,8 +1116,7 @@ static void rem_append(struct xs_conn *c)
 
 		/* the frame scratch, and an Atomic Response's body (c->ar_body
 		 * holds the next one) */
-		if ((b >= lo && b < hi) ||
-		    (b >= c->ar_body && b < c->ar_body + sizeof(c->ar_body))) {
+		if (in_frame(c, b) || (b >= c->ar_body && b < c->ar_body + sizeof(c->ar_body))) {
 			uint8_t *dst = c->tx_rem_buf + c->tx_rem_used;
 			memcpy(dst, b, v.iov_len);
 			c->tx_rem_used += v.iov_len;
