@@ -1,7 +1,14 @@
-# Sourced by scripts/bench.sh and scripts/bench-sockets.sh.
-# med CASE COLUMN FIELD: the median of FIELD over the runs of CASE/COLUMN in
-# the results file $res (lines "case column value p99"); nan when none.
-med() {
-    awk -v c="$1" -v k="$2" -v f="$3" '$1 == c && $2 == k { print $f }' "$res" | sort -g |
+# Sourced by scripts/bench.sh, scripts/bench-sockets.sh and
+# scripts/bench-programs.sh.
+# med_in FILE KEY1 KEY2 FIELD: the median of FIELD over the lines of FILE
+# whose first two fields are KEY1 KEY2 (empty and nan values skipped: a run
+# that measured nothing); nan when none.
+med_in() {
+    awk -v c="$2" -v k="$3" -v f="$4" '$1 == c && $2 == k && $f != "" && $f != "nan" { print $f }' \
+        "$1" | sort -g |
         awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)] }'
 }
+# med CASE COLUMN FIELD: the same over the results file $res (lines "case
+# column value p99" in bench.sh and bench-sockets.sh, "program row value
+# srv_cpu cli_cpu" in bench-programs.sh)
+med() { med_in "$res" "$@"; }

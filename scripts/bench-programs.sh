@@ -494,11 +494,8 @@ done
 echo >&2
 
 # ---- the table ----
-# med PROG ROW FIELD: the median of FIELD over the runs recorded
-med() {
-    awk -v p="$1" -v r="$2" -v f="$3" '$1 == p && $2 == r && $f != "nan" { print $f }' "$res" | sort -g |
-        awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)] }'
-}
+# med PROG ROW FIELD (bench-lib.sh): the median of FIELD over the runs recorded
+. "$top/scripts/bench-lib.sh"
 unit() {
     case $1 in iperf3*) echo Gbit/s ;; pgbench) echo tps ;; memcached) echo ops/s ;; *) echo req/s ;; esac
 }

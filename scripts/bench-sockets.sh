@@ -96,11 +96,9 @@ one() {
             f["p50_us"], f["p90_us"], f["p99_us"], f["p999_us"] }' "$tmp/out" >>"$cpu"
 }
 
+. "$top/scripts/bench-lib.sh"
 # medc CASE COLUMN FIELD: the median of FIELD of $cpu
-medc() {
-    awk -v c="$1" -v k="$2" -v f="$3" '$1 == c && $2 == k && $f != "" { print $f }' "$cpu" | sort -g |
-        awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)] }'
-}
+medc() { med_in "$cpu" "$@"; }
 
 if [ -n "$plot" ]; then
     mkdir -p "$plot"
@@ -164,8 +162,7 @@ while [ $i -lt "$reps" ]; do
 done
 echo >&2
 
-# med CASE COLUMN FIELD: median over the runs (column 3, and the p99s)
-. "$top/scripts/bench-lib.sh"
+# med CASE COLUMN FIELD (bench-lib.sh): column 3, and the p99s
 
 missed=0
 # row LABEL CASE COLUMN KIND(lat|bw|ftlat|ftbw)
