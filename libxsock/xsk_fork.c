@@ -166,6 +166,7 @@ static void refresh_private(struct xsk *s)
 	new_eventfd_at(s->ready_fd, s->ready_set ? 1 : 0);
 	new_eventfd_at(s->wake_fd, 0);
 	s->writers_waiting = 0;
+	s->rxw_fd = -1; /* the new epoll has no TCP socket (the parent's watch stays its own) */
 	if (!s->epfd_app && s->epfd >= 0)
 		new_epoll_at(s, s->epfd);
 	/* plain TCP clients a mixed listener queued before the fork belong

@@ -32,6 +32,7 @@
 #include "libxsock/xsk_priv.h"
 #include "libxsock/xsock.h"
 #include "util/xs_clock.h"
+#include "verbs/xs_priv_abi.h"
 
 struct epset {
 	struct xsk_epreg *regs;
@@ -159,6 +160,7 @@ static void detach_fd(int fd)
 		while (r) {
 			struct xsk_epreg *next = r->next_in_set;
 			struct xsk_epreg **pp = &r->s->regs;
+			r->s->ep_in_regs -= (r->events & EPOLLIN) != 0;
 			while (*pp && *pp != r)
 				pp = &(*pp)->next_of_sock;
 			if (*pp)
@@ -825,6 +827,16 @@ XSK_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 /* ---- taking the fd number over ----------------------------------------------------- */
 
+/* What the kernel's epoll set watches for an IWARP socket registered for
+ * app: its inner epoll fd, readable on progress, buffered input or
+ * arriving octets (xsk_progress_watch); epoll_wait computes the events
+ * (and disables a fired EPOLLONESHOT registration itself: the kernel's
+ * report may find nothing to report). */
+static uint32_t ep_kernel_events(uint32_t app)
+{
+	return EPOLLIN | (app & EPOLLET);
+}
+
 /* Replace the original TCP socket under every fd number naming s by the
  * inner epoll fd, and re-register s in the epoll sets that knew it. */
 static int take_over(int fd, struct xsk *s)
@@ -851,8 +863,9 @@ static int take_over(int fd, struct xsk *s)
 	}
 	pthread_mutex_lock(&tab_mu);
 	for (struct xsk_epreg *r = s->regs; r; r = r->next_of_sock) {
-		struct epoll_event ev = { .events = EPOLLIN | (r->events & EPOLLET), .data = r->data };
+		struct epoll_event ev = { .events = ep_kernel_events(r->events), .data = r->data };
 		xsk_real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+		r->look = true;
 	}
 	pthread_mutex_unlock(&tab_mu);
 	return 0;
@@ -2125,8 +2138,8 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bool fresh = s->state == XSK_FRESH;
 	if (ev) {
 		kev = *ev;
-		if (!fresh) /* the inner epoll fd: progress or readable */
-			kev.events = EPOLLIN | (ev->events & EPOLLET);
+		if (!fresh)
+			kev.events = ep_kernel_events(ev->events);
 	}
 	rc = REAL(epoll_ctl)(epfd, op, fd, ev ? &kev : NULL);
 	if (rc < 0) {
@@ -2152,6 +2165,8 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		r->s = s;
 		r->events = ev->events;
 		r->data = ev->data;
+		r->look = true;
+		s->ep_in_regs += (ev->events & EPOLLIN) != 0;
 		r->next_in_set = ep->regs;
 		ep->regs = r;
 		r->next_of_sock = s->regs;
@@ -2159,8 +2174,10 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		break;
 	case EPOLL_CTL_MOD:
 		if (r) {
+			s->ep_in_regs += ((ev->events & EPOLLIN) != 0) - ((r->events & EPOLLIN) != 0);
 			r->events = ev->events;
 			r->data = ev->data;
+			r->look = true;
 			r->disabled = false;
 			r->et_events = 0; /* re-armed: what is ready now is an edge */
 		}
@@ -2168,6 +2185,7 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	case EPOLL_CTL_DEL:
 		if (r) {
 			struct xsk_epreg **pp = &ep->regs;
+			s->ep_in_regs -= (r->events & EPOLLIN) != 0;
 			while (*pp != r)
 				pp = &(*pp)->next_in_set;
 			*pp = r->next_in_set;
@@ -2182,7 +2200,14 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	default:
 		break;
 	}
+	bool unwatch = s->ep_in_regs <= 0 && s->rxw_fd >= 0;
 	pthread_mutex_unlock(&tab_mu);
+	if (unwatch) { /* no set waits for its input any more */
+		pthread_mutex_lock(&s->mu);
+		if (s->ep_in_regs <= 0)
+			xsk_rx_unwatch(s);
+		pthread_mutex_unlock(&s->mu);
+	}
 	sk_put(s);
 	return rc;
 }
@@ -2190,8 +2215,10 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 struct ep_snap {
 	struct xsk *s;
 	int fd;
-	uint32_t events;
+	uint32_t events; /* 0: EPOLLONESHOT fired (its reports are dropped) */
 	epoll_data_t data;
+	bool look; /* look once without a kernel report (r->look) */
+	bool done; /* reported by this call */
 };
 
 static uint32_t to_epoll(short rev)
@@ -2211,6 +2238,59 @@ static uint32_t to_epoll(short rev)
 	return e;
 }
 
+/* The events of one snapshot entry now, after progress; 0 if none is
+ * to be reported (EPOLLET: no new edge).  reported: the kernel saw its
+ * inner epoll fd readable, so its TCP socket is likely readable too. */
+static uint32_t ep_look(int epfd, struct ep_snap *e, bool reported)
+{
+	struct xsk *s = e->s;
+	uint32_t want = e->events | EPOLLERR | EPOLLHUP;
+	short ask = (short)(e->events & EPOLLIN ? 0x7fff : 0x7fff & ~POLLIN);
+	short rev;
+
+	pthread_mutex_lock(&s->mu);
+	if (e->events & EPOLLIN)
+		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
+	/* a watched socket's octets wake the kernel's wait: without its
+	 * report there is nothing to receive */
+	xsk_progress_watch(s, reported ? XSOCK_RX_ALWAYS :
+			      s->rxw_fd >= 0 ? XSOCK_RX_NONE : XSOCK_RX_MAYBE);
+	rev = xsk_revents(s);
+	pthread_mutex_unlock(&s->mu);
+	uint32_t got = to_epoll((short)(rev & (ask | POLLERR | POLLHUP | POLLNVAL))) & want;
+	if (got && (e->events & (EPOLLET | EPOLLONESHOT))) {
+		pthread_mutex_lock(&tab_mu);
+		struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), e->fd);
+		if (r && r->s == s && (e->events & EPOLLET) && !xsk_epoll_edge(r, s, got))
+			got = 0;
+		if (r && r->s == s && got && (e->events & EPOLLONESHOT)) {
+			/* its inner fd must not wake the kernel's wait until
+			 * the application re-arms it (EPOLL_CTL_MOD) */
+			struct epoll_event off = { .events = 0, .data = r->data };
+			xsk_real.epoll_ctl(epfd, EPOLL_CTL_MOD, e->fd, &off);
+			r->disabled = true;
+		}
+		pthread_mutex_unlock(&tab_mu);
+	}
+	if (got && (e->events & EPOLLONESHOT))
+		e->events = 0;
+	return got;
+}
+
+/* Registrations looked at by every wait: writability has no fd the
+ * kernel could report, and an EPOLLET registration's edge may be a new
+ * message into a socket that was readable already (xsk_epoll_edge). */
+static bool ep_look_always(uint32_t events)
+{
+	return (events & (EPOLLOUT | EPOLLET)) != 0;
+}
+
+/* epoll_wait over a set with IWARP sockets.  The kernel's set holds each
+ * one's inner epoll fd, which is readable when the socket has news
+ * (channel events, buffered input, or octets on a watched connection's
+ * TCP socket): only those are looked at, plus the ones whose readiness
+ * the kernel cannot see (ep_look_always) and new registrations, so a
+ * level-triggered wait for input costs what is ready, not the set's size. */
 static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 			const sigset_t *mask)
 {
@@ -2227,10 +2307,12 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 	snap = calloc((size_t)(nsnap ? nsnap : 1), sizeof(*snap));
 	nsnap = 0;
 	for (struct xsk_epreg *r = ep ? ep->regs : NULL; snap && r; r = r->next_in_set) {
-		if (r->disabled)
-			continue;
 		r->s->refs++;
-		snap[nsnap++] = (struct ep_snap){ r->s, r->fd, r->events, r->data };
+		snap[nsnap++] = (struct ep_snap){
+			.s = r->s, .fd = r->fd, .events = r->disabled ? 0 : r->events, .data = r->data,
+			.look = r->look
+		};
+		r->look = false;
 	}
 	pthread_mutex_unlock(&tab_mu);
 	if (!snap)
@@ -2239,49 +2321,43 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 		int n = 0;
 
 		for (int i = 0; i < nsnap && n < max; i++) {
-			if (snap[i].s->state == XSK_FRESH)
+			struct ep_snap *e = &snap[i];
+			if (!e->events || e->done || e->s->state == XSK_FRESH ||
+			    !(e->look || ep_look_always(e->events)))
 				continue;
-			uint32_t want = snap[i].events | EPOLLERR | EPOLLHUP;
-			/* (POLLIN only if asked: it marks the socket read, xsk_relay.c) */
-			uint32_t got = to_epoll(sk_poll_one(snap[i].s,
-							    (short)(snap[i].events & EPOLLIN ? 0x7fff :
-								    0x7fff & ~POLLIN))) & want;
-			if (got && (snap[i].events & EPOLLET)) {
-				pthread_mutex_lock(&tab_mu);
-				struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), snap[i].fd);
-				if (r && !xsk_epoll_edge(r, snap[i].s, got))
-					got = 0;
-				pthread_mutex_unlock(&tab_mu);
-			}
+			uint32_t got = ep_look(epfd, e, false);
 			if (!got)
 				continue;
+			e->done = true;
 			evs[n].events = got;
-			evs[n].data = snap[i].data;
+			evs[n].data = e->data;
 			n++;
-			if (snap[i].events & EPOLLONESHOT) {
-				pthread_mutex_lock(&tab_mu);
-				struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), snap[i].fd);
-				if (r)
-					r->disabled = true;
-				pthread_mutex_unlock(&tab_mu);
-				snap[i].events = 0;
-			}
 		}
+		for (int i = 0; i < nsnap; i++)
+			snap[i].look = false;
 		int t = n ? 0 : remaining(deadline);
 		int k = n < max ? xsk_real.epoll_pwait(epfd, evs + n, max - n, t, mask) : 0;
 		if (k < 0) {
 			ret = n ? n : -1;
 			break;
 		}
-		/* the kernel's reports for IWARP sockets only mean "look again" */
+		/* a report for an IWARP socket means "look at it" */
 		int j = n;
 		for (int i = n; i < n + k; i++) {
 			bool ours = false;
-			for (int q = 0; q < nsnap; q++)
-				if (snap[q].s->state != XSK_FRESH && snap[q].data.u64 == evs[i].data.u64)
-					ours = true;
+			uint32_t got = 0;
+			for (int q = 0; q < nsnap; q++) {
+				struct ep_snap *e = &snap[q];
+				if (e->s->state == XSK_FRESH || e->data.u64 != evs[i].data.u64)
+					continue;
+				ours = true;
+				if (e->events && !e->done && !got && (got = ep_look(epfd, e, true)))
+					e->done = true;
+			}
 			if (!ours)
 				evs[j++] = evs[i];
+			else if (got)
+				evs[j++] = (struct epoll_event){ .events = got, .data = evs[i].data };
 		}
 		n = j;
 		if (n > 0 || t == 0) {

@@ -277,6 +277,10 @@ struct xsk {
 	/* a blocking call's wait on the TCP socket ended (xsk_rx_wait_end):
 	 * its next progress receives there (xsk_progress_io) */
 	bool rx_hint;
+	/* an epoll set's socket (xsk_rx_watch): the TCP socket in epfd, or -1;
+	 * ep_in_regs: registrations asking for EPOLLIN (table lock) */
+	int rxw_fd;
+	_Atomic int ep_in_regs;
 	struct ibv_mr *rmr; /* rbuf + target SGL + message buffers */
 	struct ibv_mr *smr;
 	uint8_t *mem; /* one allocation: rbuf | target_sgl | rmsgbuf */
@@ -358,6 +362,9 @@ struct xsk_epreg {
 	uint32_t events; /* the application's interest */
 	epoll_data_t data;
 	bool disabled; /* EPOLLONESHOT fired */
+	/* added, modified or taken over since epoll_wait last looked at it:
+	 * the next wait looks once without a kernel report */
+	bool look;
 	/* EPOLLET: what the last look saw (xsk_epoll_edge) */
 	uint32_t et_events;
 	uint16_t et_rseq;
@@ -403,6 +410,16 @@ int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
  * followed by xsk_rx_wait_end once the wait is over. */
 int xsk_rx_wait_begin(struct xsk *s);
 void xsk_rx_wait_end(struct xsk *s);
+/* An epoll set's socket, looked at by epoll_wait (s->mu held): progress
+ * with the receive mode rx (XSOCK_RX_*), then keep the connection's TCP
+ * socket in the inner epoll fd while the socket is registered for input
+ * (ep_in_regs) and the application thread can take that input, so that
+ * the next epoll_wait wakes on arriving octets and receives them itself
+ * (the engine leaves such a connection alone: no hand-off, no eventfd).
+ * rx_watched (returned by the look before) says what the kernel's report
+ * means; xsk_rx_unwatch (s->mu held) ends the watch. */
+void xsk_progress_watch(struct xsk *s, int rx);
+void xsk_rx_unwatch(struct xsk *s);
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
 ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
 /* listener: the next established child, or a plain client's shell

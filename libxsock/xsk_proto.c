@@ -124,6 +124,7 @@ struct xsk *xsk_new(int family)
 	s->plain_fd = -1;
 	s->ready_fd = -1;
 	s->wake_fd = -1;
+	s->rxw_fd = -1;
 	s->rbuf_size = XSK_RBUF_DEFAULT;
 	if (env && *env) {
 		unsigned long v = strtoul(env, NULL, 0);
@@ -1108,6 +1109,50 @@ void xsk_rx_wait_end(struct xsk *s)
 	s->rx_hint = true;
 }
 
+void xsk_rx_unwatch(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (s->rxw_fd < 0)
+		return;
+	xsk_real.epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->rxw_fd, NULL);
+	if (st && st->rx_wait && s->id)
+		st->rx_wait(s->id, 0);
+	s->rxw_fd = -1;
+}
+
+static void rx_watch(struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+	bool want = s->ep_in_regs > 0 && s->state == XSK_CONNECTED && s->id && !s->peer_gone &&
+		    !s->shut_rd && st && st->rx_wait && !s->foreign;
+
+	if (want && st->rx_wait(s->id, 2))
+		want = false; /* stalled or ended: the engine takes it */
+	if (!want) {
+		xsk_rx_unwatch(s);
+		return;
+	}
+	if (s->rxw_fd >= 0)
+		return;
+	int fd = st->rx_wait(s->id, 1);
+	if (fd < 0)
+		return;
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	if (xsk_real.epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		st->rx_wait(s->id, 0);
+		return;
+	}
+	s->rxw_fd = fd;
+}
+
+void xsk_progress_watch(struct xsk *s, int rx)
+{
+	progress(s, true, rx);
+	if (xsk_fork_use(s))
+		rx_watch(s);
+}
+
 /* ---- data ------------------------------------------------------------------------- */
 
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags)
@@ -1605,6 +1650,7 @@ void xsk_free(struct xsk *s)
 	svc_del(s);
 	xsk_ext_free(s);
 	pthread_mutex_lock(&s->mu);
+	xsk_rx_unwatch(s);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
 	if (st && s->id && !xsk_fork_quiet(s) && s->linger_on && !s->linger_s &&

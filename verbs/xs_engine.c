@@ -229,6 +229,11 @@ struct xs_conn {
 	bool req_held;
 	_Atomic bool rx_parked; /* on eng.parked, poll not re-armed (engine thread writes) */
 	struct xs_conn *park_next;
+	/* app_rx_gen: bumped by each receive on an application thread;
+	 * park_gen: its value when the engine last parked or kept the
+	 * connection parked (engine thread) */
+	_Atomic unsigned app_rx_gen;
+	unsigned park_gen;
 
 	/* transmit: exclusive ownership by one thread at a time */
 	pthread_mutex_t tx_mu;
@@ -2141,7 +2146,8 @@ static void hs_scan(void)
  * Data came while an application thread waits on the socket to receive it
  * itself: the engine stays out (no lock race, no CQ event, no second
  * wake-up) and re-arms its poll XS_PARK_NS later, so a socket nobody reads
- * any more is received on again within that pause. */
+ * any more is received on again within that pause (park_keep: unless the
+ * waiter received meanwhile). */
 
 static void park_timer_arm(void)
 {
@@ -2155,20 +2161,43 @@ static void conn_park(struct xs_conn *c)
 		return;
 	}
 	c->rx_parked = true;
+	c->park_gen = atomic_load_explicit(&c->app_rx_gen, memory_order_relaxed);
 	c->park_next = eng.parked;
 	eng.parked = c;
 	park_timer_arm();
 }
 
+/* A parked connection stays parked, its poll not re-armed, while its
+ * waiter still receives on it: an application thread received since the
+ * last look (an epoll set's socket is watched between its waits too). */
+static bool park_keep(struct xs_conn *c)
+{
+	unsigned gen = atomic_load_explicit(&c->app_rx_gen, memory_order_relaxed);
+
+	if (c->poll_armed || c->state != CONN_ESTABLISHED || c->owner_gone || c->want_out ||
+	    c->rr_count || gen == c->park_gen || atomic_load(&c->rx_app_eof) ||
+	    atomic_load_explicit(&c->app_waiters, memory_order_acquire) <= 0 ||
+	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
+		return false;
+	c->park_gen = gen;
+	return true;
+}
+
 static void park_expired(void)
 {
-	struct xs_conn *c = eng.parked;
+	struct xs_conn *c = eng.parked, *kept = NULL;
 
 	eng.park_armed = false;
 	eng.parked = NULL;
 	while (c) {
 		struct xs_conn *next = c->park_next;
 
+		if (park_keep(c)) {
+			c->park_next = kept;
+			kept = c;
+			c = next;
+			continue;
+		}
 		c->rx_parked = false;
 		c->park_next = NULL;
 		if (c->state != CONN_CLOSED && !c->owner_gone)
@@ -2176,6 +2205,9 @@ static void park_expired(void)
 		conn_unref(c); /* the parked poll's */
 		c = next;
 	}
+	eng.parked = kept;
+	if (kept)
+		park_timer_arm();
 }
 
 /* ---- delayed FIN and lingering close (engine thread) --------------------------------
@@ -2859,6 +2891,7 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
 	if (on_engine_thread || pthread_mutex_trylock(&c->rx_mu))
 		return -EBUSY; /* the engine is receiving: it completes what comes */
 	if (!c->owner_gone && c->ops) {
+		atomic_fetch_add_explicit(&c->app_rx_gen, 1, memory_order_relaxed);
 		tls_rx_conn = c;
 		got = (ssize_t)conn_receive_locked(c, budget, false);
 		tls_rx_conn = NULL;
@@ -2872,7 +2905,10 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
  * xs_conn_poll).  on = 1: returns the TCP socket to poll for POLLIN and
  * counts the waiter, or -1 (nothing counted) when there is nothing to
  * receive there (not established, not this process's, or the end was
- * seen: the engine reports it); on = 0: the waiter is done. */
+ * seen: the engine reports it); on = 0: the waiter is done; on = 2 (a
+ * waiter that stays between waits, an epoll set's socket): 1 when it
+ * should stop waiting on the TCP socket, whose input the application
+ * thread cannot take (the conditions of on = 1, or a stalled stream). */
 XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
 XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 {
@@ -2880,6 +2916,10 @@ XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 
 	if (!c)
 		return -1;
+	if (on == 2)
+		return c->state != CONN_ESTABLISHED || c->dead || c->owner_gone ||
+		       atomic_load(&c->rx_app_eof) || atomic_load(&c->rx_stalled) ||
+		       atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE;
 	if (!on) {
 		/* the waiter may have seen the socket readable: its next
 		 * receive looks (xs_conn_poll) */
