@@ -1199,7 +1199,7 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	for (;;) {
 		int n = iov_skip(iov, cnt, got, v);
 		pthread_mutex_lock(&s->mu);
-		xsk_progress_io(s, flags);
+		xsk_progress_io(s, flags, true);
 		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		if (peek && !nb && s->state == XSK_CONNECTED && s->rbytes < target && !s->err &&
 		    !s->peer_shut_wr && !s->shut_rd)
@@ -1258,10 +1258,15 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	pthread_mutex_unlock(&s->mu);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		xsk_progress_io(s, flags);
+		bool skipped = xsk_progress_io(s, flags, false);
 		r = xsk_send_locked(s, iov, cnt, flags, &done);
 		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
 		bool connecting = s->state == XSK_CONNECTING;
+		if (skipped && (r == -EAGAIN || (r >= 0 && done < total))) {
+			s->rx_hint = true; /* the credits may wait in the TCP socket */
+			pthread_mutex_unlock(&s->mu);
+			continue;
+		}
 		xsk_set_ready_after_io(s, false);
 		pthread_mutex_unlock(&s->mu);
 		if (r < 0) {

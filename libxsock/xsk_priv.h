@@ -397,7 +397,10 @@ void xsk_progress(struct xsk *s);
  * calls).  A blocking call does not try the TCP socket itself before its
  * first wait: it waits on that socket (xsk_rx_wait_begin), which says
  * when there is something to receive. */
-void xsk_progress_io(struct xsk *s, int flags);
+/* reading: for a read (else a write).  Returns true when a non-blocking
+ * call skipped the TCP socket (a watched socket): a writer short of room
+ * sets rx_hint and calls again before it says EAGAIN. */
+bool xsk_progress_io(struct xsk *s, int flags, bool reading);
 /* poll(2) bits the socket has now (after xsk_progress). */
 short xsk_revents(struct xsk *s);
 /* The fds to wait on for progress (at most 3): the channels, plus the

@@ -842,7 +842,7 @@ void xsk_progress(struct xsk *s)
 	progress(s, true, XSOCK_RX_MAYBE);
 }
 
-void xsk_progress_io(struct xsk *s, int flags)
+bool xsk_progress_io(struct xsk *s, int flags, bool reading)
 {
 	/* after a wait on the TCP socket (rx_hint) it is likely readable;
 	 * a non-blocking call with nothing buffered looks at the socket on
@@ -850,10 +850,15 @@ void xsk_progress_io(struct xsk *s, int flags)
 	 * only if the engine is not watching an emptied socket anyway */
 	int rx = s->rx_hint ? XSOCK_RX_ALWAYS :
 		 !(s->nonblock || (flags & MSG_DONTWAIT)) ? XSOCK_RX_NONE :
-		 s->rbytes ? XSOCK_RX_MAYBE : XSOCK_RX_ALWAYS;
+		 /* a watched socket (xsk_progress_watch): the application's
+		  * epoll_wait reports what comes; a reader with data buffered
+		  * and a writer that has room need nothing new */
+		 s->rxw_fd >= 0 && (s->rbytes || !reading) ? XSOCK_RX_NONE :
+		 !s->rbytes ? XSOCK_RX_ALWAYS : XSOCK_RX_MAYBE;
 
 	s->rx_hint = false;
 	progress(s, false, rx);
+	return rx == XSOCK_RX_NONE && (s->nonblock || (flags & MSG_DONTWAIT));
 }
 
 /* ---- listen / accept ------------------------------------------------------------- */
