@@ -120,6 +120,11 @@ enum { TAG_WAKE = 1, TAG_LISTENER = 2, TAG_CONN = 3, TAG_TIMER = 4, TAG_CTIMER =
  * an application thread was waiting to receive on it (xsock_priv_rx_wait):
  * that thread receives, and the engine looks again after this pause. */
 #define XS_PARK_NS (1000 * 1000)
+/* ... and the next look when every parked connection's waiter received
+ * during the last pause (park_keep): an epoll set's sockets stay watched
+ * for long, and a 1 ms timer would wake the engine a thousand times a
+ * second for nothing. */
+#define XS_PARK_KEEP_NS (10 * 1000 * 1000)
 
 struct xs_conn {
 	int fd;
@@ -2207,7 +2212,7 @@ static void park_expired(void)
 	}
 	eng.parked = kept;
 	if (kept)
-		park_timer_arm();
+		eng_timeout_arm(&eng.park_armed, &eng.park_ts, XS_PARK_KEEP_NS, TAG_PARK);
 }
 
 /* ---- delayed FIN and lingering close (engine thread) --------------------------------
