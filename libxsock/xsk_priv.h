@@ -277,7 +277,7 @@ struct xsk {
 	/* a blocking call's wait on the TCP socket ended (xsk_rx_wait_end):
 	 * its next progress receives there (xsk_progress_io) */
 	bool rx_hint;
-	/* an epoll set's socket (xsk_rx_watch): the TCP socket in epfd, or -1;
+	/* an epoll set's socket (xsk_progress_watch): the TCP socket in epfd, or -1;
 	 * ep_in_regs: registrations asking for EPOLLIN (table lock) */
 	int rxw_fd;
 	_Atomic int ep_in_regs;
@@ -419,8 +419,7 @@ void xsk_rx_wait_end(struct xsk *s);
  * (ep_in_regs) and the application thread can take that input, so that
  * the next epoll_wait wakes on arriving octets and receives them itself
  * (the engine leaves such a connection alone: no hand-off, no eventfd).
- * rx_watched (returned by the look before) says what the kernel's report
- * means; xsk_rx_unwatch (s->mu held) ends the watch. */
+ * xsk_rx_unwatch (s->mu held) ends the watch. */
 void xsk_progress_watch(struct xsk *s, int rx);
 void xsk_rx_unwatch(struct xsk *s);
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
