@@ -124,9 +124,7 @@ label() { case $1 in crc) echo iwarp+crc ;; markers) echo iwarp+markers ;; *) ec
 # in_srv CMD: CMD in the server's namespace (its /proc/net/tcp)
 in_srv() { if [ $netns = 1 ]; then ip netns exec "$sns" "$@"; else "$@"; fi; }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+free_port() { python3 "$top/scripts/free-port.py"; }
 # wait_listen PORT: bounded (15 s) until the server's namespace listens on it
 wait_listen() {
     hex=$(printf '%04X' "$1") i=0

@@ -20,7 +20,7 @@ echo "== xsock wire demo: CRC on, no Markers (what Linux siw speaks) =="
 "$top/build/tools/xsock-wiredemo" --crc "$@"
 
 echo "== Debian's unmodified rping over xsock (xsock-run --crc) =="
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 "$top/scripts/free-port.py")
 timeout 60 "$top/build/tools/xsock-run" --crc rping -s -a 127.0.0.1 -p "$port" -C 10 -S 100 &
 spid=$!
 sleep 1
@@ -28,7 +28,7 @@ timeout 60 "$top/build/tools/xsock-run" --crc rping -c -a 127.0.0.1 -p "$port" -
 wait "$spid"
 
 echo "== Debian's unmodified iperf3 over IWARP sockets (xsock-run --iwarp) =="
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 "$top/scripts/free-port.py")
 timeout 60 "$top/build/tools/xsock-run" --iwarp iperf3 -s -1 -p "$port" >/dev/null &
 spid=$!
 sleep 1

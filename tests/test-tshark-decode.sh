@@ -21,8 +21,7 @@ trap cleanup EXIT INT TERM
 fail=0
 run_case() {
     name=$1; shift
-    # an unused port: let the kernel pick one, then reuse it for the demo
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(xs_free_port)
     pcap=$tmp/$name.pcap
     xs_capture_start "$pcap" "$tmp/$name.tcpdump" "$port" || exit 99
     if ! "$demo" --paced --mss 32764 --port "$port" --size 200000 --sends 6 "$@" >"$tmp/$name.out" 2>&1; then

@@ -2,9 +2,9 @@
 # xsock-run.  Sourced; needs XS_TOP_BUILDDIR.
 XS_RUN=${XS_TOP_BUILDDIR:-.}/tools/xsock-run
 
-# A TCP port nobody listens on (the kernel picks it).
+# A TCP port nobody listens on, outside the ephemeral range (free-port.py).
 xs_free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    python3 "${XS_TOP_SRCDIR:-.}/scripts/free-port.py"
 }
 
 # Wait (bounded, 10 s) until something listens on TCP port $1.

@@ -2,8 +2,8 @@
 # shellcheck shell=bash
 # matrix.sh, soak.sh and compare.sh source it.
 
-# free_port: an unused TCP port on the host's loopback
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_port: an unused TCP port on the host, outside the ephemeral range
+free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/free-port.py"; }
 
 # listening PORT: bounded (10 s) wait for a host listener on PORT
 listening() {
