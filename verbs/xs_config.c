@@ -121,6 +121,14 @@ static void xs_config_load(void)
 		xs_cfg.rnr_ms = env_ms("XSOCK_RNR_MS", 60000);
 	/* RFC 7306: agreed only when the peer (another xsock) answers it */
 	xs_cfg.rdmap_ext = env_bool("XSOCK_RDMAP_EXT", true);
+	xs_cfg.zc_min = env_ms_or("XSOCK_ZC_MIN", 1L << 30, XS_ZC_MIN);
+	v = getenv("XSOCK_ZC");
+	if (v && strcmp(v, "always") == 0)
+		xs_cfg.zc_always = true;
+	else if (v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0))
+		xs_cfg.zc_min = 0;
+	else if (v && *v && strcmp(v, "auto") != 0)
+		fprintf(stderr, "xsock: XSOCK_ZC=%s ignored (auto, always or off)\n", v);
 	xs_cfg.p2p_rtr = 0;
 	v = getenv("XSOCK_MPA_P2P");
 	if (v && *v) {

@@ -155,6 +155,7 @@ struct xs_conn {
 	bool kick_spoke; /* kick_scan has seen the peer's first octets */
 	_Atomic bool rx_any; /* the peer sent an octet after the handshake (rx_mu) */
 	_Atomic unsigned tx_writes; /* sendmsg calls that sent FPDU octets */
+	uint8_t zc; /* large writes: ZC_UNKNOWN, ZC_ON (SENDMSG_ZC) or ZC_OFF (tx owner) */
 	_Atomic unsigned tx_at_rx; /* tx_writes when the peer's first octets came */
 	uint64_t kick_due_ms;
 	unsigned kick_wait_ms;
@@ -766,34 +767,113 @@ static int wait_writable(struct xs_conn *c)
 	}
 }
 
+enum { ZC_UNKNOWN, ZC_ON, ZC_OFF };
+
+/* A peer on this host: the kernel copies what it delivers to a local
+ * socket, so zero-copy send only adds its notifications. */
+static bool peer_is_local(const struct xs_conn *c)
+{
+	struct sockaddr_storage l, p;
+
+	if (xs_conn_addrs(c, &l, &p) < 0)
+		return true;
+	if (p.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)&p, *b = (const void *)&l;
+
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127 ||
+		       a->sin_addr.s_addr == b->sin_addr.s_addr;
+	}
+	if (p.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)&p, *b = (const void *)&l;
+
+		return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127) ||
+		       memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr)) == 0;
+	}
+	return true;
+}
+
+/* Whether a write of len octets leaves with SENDMSG_ZC (tx owner). */
+static bool zc_wanted(struct xs_conn *c, size_t len)
+{
+	unsigned min = xs_config()->zc_min;
+
+	if (!min || len < min || c->zc == ZC_OFF)
+		return false;
+	if (c->zc == ZC_UNKNOWN) {
+		c->zc = peer_is_local(c) && !xs_config()->zc_always ? ZC_OFF : ZC_ON;
+		if (c->zc == ZC_OFF)
+			return false;
+	}
+	return true;
+}
+
+/* The pages of this write's zero-copy sends are the kernel's until their
+ * notifications: the write is not done (its WR does not complete) before. */
+static int zc_finish(struct xs_conn *c, int rc)
+{
+	bool copied = false;
+	int src = xs_zc_settle(xs_config()->tx_timeout_ms, &copied);
+
+	if (copied && !xs_config()->zc_always) {
+		c->zc = ZC_OFF;
+		xs_log("zero-copy send: the kernel copied anyway (a peer on this host): copies from now on");
+	}
+	if (src < 0 && rc == 0) {
+		xs_log("zero-copy send: the kernel kept the pages: %s; closing", strerror(-src));
+		shutdown(c->fd, SHUT_RDWR);
+		rc = src;
+	}
+	return rc;
+}
+
 /* All of iov on the socket, waiting for room when TCP pushes back. */
 static int conn_write_raw(struct xs_conn *c, const struct iovec *iov, int cnt, size_t len)
 {
 	struct iovec v[XS_CORK_IOV > MPA_TX_MAX_IOV ? XS_CORK_IOV : MPA_TX_MAX_IOV];
 	struct iovec *p = v;
 	size_t left = len;
+	bool zc = zc_wanted(c, len), zc_sent = false;
+	int rc = 0;
 
 	memcpy(v, iov, (size_t)cnt * sizeof(*v));
 	while (left > 0) {
 		struct msghdr mh = { .msg_iov = p, .msg_iovlen = (size_t)cnt };
-		ssize_t n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n;
 
+		if (zc) {
+			n = xs_zc_send(c->fd, p, cnt);
+			if (n == -EOPNOTSUPP) {
+				zc = false;
+				c->zc = ZC_OFF;
+				continue;
+			}
+			if (n < 0) {
+				errno = (int)-n;
+				n = -1;
+			} else {
+				zc_sent = true;
+			}
+		} else {
+			n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				int rc = wait_writable(c);
+				rc = wait_writable(c);
 				if (rc < 0)
-					return rc;
+					break;
 				continue;
 			}
-			return -errno;
+			rc = -errno;
+			break;
 		}
 		atomic_fetch_add_explicit(&c->tx_writes, 1, memory_order_relaxed);
 		left -= (size_t)n;
 		xs_iov_advance(&p, &cnt, (size_t)n);
 	}
-	return 0;
+	return zc_sent ? zc_finish(c, rc) : rc;
 }
 
 static int cork_flush(struct xs_conn *c)

@@ -62,6 +62,7 @@ unsigned xs_spare_expire(uint64_t now_ms);
  * MPA exchange) gets none. */
 #define XS_SETTLE_MS 100
 #define XS_FIN_DELAY_MS 200
+#define XS_ZC_MIN (64u << 10)
 
 struct xs_config {
 	uint8_t mpa_rev; /* XSOCK_MPA_REV: 1 or 2 (default 2) */
@@ -96,11 +97,33 @@ struct xs_config {
 	/* XSOCK_RDMAP_EXT: announce RFC 7306 (immediate data, atomics) in
 	 * the MPA exchange (default 1; agreed only with another xsock) */
 	bool rdmap_ext;
+	/* XSOCK_ZC_MIN: a write of this many octets or more to a peer on
+	 * another host leaves with io_uring SENDMSG_ZC (default XS_ZC_MIN,
+	 * 0 = never; xs_zc.c) */
+	unsigned zc_min;
+	/* XSOCK_ZC=always: zero-copy also to a peer on this host, where the
+	 * kernel copies anyway (to measure it; default: auto) */
+	bool zc_always;
 };
 
 const struct xs_config *xs_config(void);
 void xs_sleep_ms(unsigned ms); /* the whole time, across signals */
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- zero-copy send (xs_zc.c) ---------------------------------------------
+ * Called by the thread that owns a connection's transmit side, on a ring of
+ * its own (made on first use, freed at thread exit; a child of fork makes a
+ * new one).  No lock of ours is taken. */
+
+/* Queue iov on the TCP socket fd with SENDMSG_ZC, without waiting for room.
+ * Returns the octets queued, -EAGAIN (no room), -EOPNOTSUPP (no zero-copy
+ * in this process: send with sendmsg) or -errno.  The pages stay the
+ * kernel's until xs_zc_settle. */
+ssize_t xs_zc_send(int fd, const struct iovec *iov, int cnt);
+/* Wait until the kernel has let go of every page this thread sent with
+ * xs_zc_send (at most timeout_ms, 0 = no bound).  *copied: the kernel
+ * copied them anyway (a peer on this host).  0, -ETIMEDOUT or -errno. */
+int xs_zc_settle(unsigned timeout_ms, bool *copied);
 
 /* ---- device limits (what ibv_query_device reports and what is enforced) -- */
 
