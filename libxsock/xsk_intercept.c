@@ -1830,14 +1830,22 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 
 /* ---- poll / select ------------------------------------------------------------------ */
 
-static short sk_poll_one(struct xsk *s, short events)
+/* The poll(2) bits of s after progress.  From epoll_wait (ep), the
+ * socket is watched (xsk_progress_watch); reported: the kernel saw its
+ * inner epoll fd readable, so its TCP socket is likely readable too, and
+ * without that report a watched socket has nothing to receive. */
+static short sk_poll_one(struct xsk *s, short events, bool ep, bool reported)
 {
 	short r;
 
 	pthread_mutex_lock(&s->mu);
 	if (events & POLLIN)
 		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
-	xsk_progress(s);
+	if (ep)
+		xsk_progress_watch(s, reported ? XSOCK_RX_ALWAYS :
+				      s->rxw_fd >= 0 ? XSOCK_RX_NONE : XSOCK_RX_MAYBE);
+	else
+		xsk_progress(s);
 	r = xsk_revents(s);
 	pthread_mutex_unlock(&s->mu);
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
@@ -1877,7 +1885,7 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 		for (nfds_t i = 0; i < n; i++) {
 			if (!socks[i])
 				continue;
-			fds[i].revents = sk_poll_one(socks[i], fds[i].events);
+			fds[i].revents = sk_poll_one(socks[i], fds[i].events, false, false);
 			if (fds[i].revents)
 				ready++;
 		}
@@ -2251,18 +2259,7 @@ static uint32_t ep_look(int epfd, struct ep_snap *e, bool reported)
 	struct xsk *s = e->s;
 	uint32_t want = e->events | EPOLLERR | EPOLLHUP;
 	short ask = (short)(e->events & EPOLLIN ? 0x7fff : 0x7fff & ~POLLIN);
-	short rev;
-
-	pthread_mutex_lock(&s->mu);
-	if (e->events & EPOLLIN)
-		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
-	/* a watched socket's octets wake the kernel's wait: without its
-	 * report there is nothing to receive */
-	xsk_progress_watch(s, reported ? XSOCK_RX_ALWAYS :
-			      s->rxw_fd >= 0 ? XSOCK_RX_NONE : XSOCK_RX_MAYBE);
-	rev = xsk_revents(s);
-	pthread_mutex_unlock(&s->mu);
-	uint32_t got = to_epoll((short)(rev & (ask | POLLERR | POLLHUP | POLLNVAL))) & want;
+	uint32_t got = to_epoll(sk_poll_one(s, ask, true, reported)) & want;
 	if (got && (e->events & (EPOLLET | EPOLLONESHOT))) {
 		pthread_mutex_lock(&tab_mu);
 		struct xsk_epreg *r = reg_find_locked(atomic_load(&tab[epfd].ep), e->fd);

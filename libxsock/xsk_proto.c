@@ -1095,12 +1095,18 @@ int xsk_wait_fds(struct xsk *s, int fds[3], bool writer)
 	return n;
 }
 
+/* Whether an application thread may receive on the connection itself
+ * (a blocked reader, or a watched socket's epoll_wait). */
+static bool rx_on_app_thread(const struct xsk *s, const struct xsk_stack *st)
+{
+	return st && st->rx_wait && s->state == XSK_CONNECTED && s->id && !s->peer_gone;
+}
+
 int xsk_rx_wait_begin(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
 
-	if (!st || !st->rx_wait || s->state != XSK_CONNECTED || !s->id || s->peer_gone ||
-	    !xsk_fork_use(s))
+	if (!rx_on_app_thread(s, st) || !xsk_fork_use(s))
 		return -1;
 	return st->rx_wait(s->id, 1);
 }
@@ -1129,8 +1135,7 @@ void xsk_rx_unwatch(struct xsk *s)
 static void rx_watch(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
-	bool want = s->ep_in_regs > 0 && s->state == XSK_CONNECTED && s->id && !s->peer_gone &&
-		    !s->shut_rd && st && st->rx_wait && !s->foreign;
+	bool want = s->ep_in_regs > 0 && !s->shut_rd && !s->foreign && rx_on_app_thread(s, st);
 
 	if (want && st->rx_wait(s->id, 2))
 		want = false; /* stalled or ended: the engine takes it */
