@@ -1833,7 +1833,9 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 /* The poll(2) bits of s after progress.  From epoll_wait (ep), the
  * socket is watched (xsk_progress_watch); reported: the kernel saw its
  * inner epoll fd readable, so its TCP socket is likely readable too, and
- * without that report a watched socket has nothing to receive. */
+ * without that report a watched socket has nothing to receive.  From
+ * poll (!ep), reported: the wait on the connection's TCP socket ended
+ * with it readable (xsk_rx_wait_begin). */
 static short sk_poll_one(struct xsk *s, short events, bool ep, bool reported)
 {
 	short r;
@@ -1841,11 +1843,15 @@ static short sk_poll_one(struct xsk *s, short events, bool ep, bool reported)
 	pthread_mutex_lock(&s->mu);
 	if (events & POLLIN)
 		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
-	if (ep)
+	if (ep) {
 		xsk_progress_watch(s, reported ? XSOCK_RX_ALWAYS :
 				      s->rxw_fd >= 0 ? XSOCK_RX_NONE : XSOCK_RX_MAYBE);
-	else
+	} else if (reported) {
+		xsk_progress_rx(s, XSOCK_RX_ALWAYS);
+		s->rx_hint = false; /* received just now */
+	} else {
 		xsk_progress(s);
+	}
 	r = xsk_revents(s);
 	pthread_mutex_unlock(&s->mu);
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
@@ -1865,15 +1871,21 @@ static int remaining(int64_t deadline)
 static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
 	struct xsk **socks = calloc(n ? n : 1, sizeof(*socks));
-	struct pollfd *w = calloc(n * 4 + 1, sizeof(*w));
+	struct pollfd *w = calloc(n * 5 + 1, sizeof(*w));
 	bool *writer = calloc(n ? n : 1, sizeof(*writer));
+	/* a reader waiting on the connection's TCP socket itself: its slot in
+	 * w (0: none), then whether that socket woke us */
+	nfds_t *rxw = calloc(n ? n : 1, sizeof(*rxw));
+	bool *rx_woke = calloc(n ? n : 1, sizeof(*rx_woke));
 	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
 	int ret = 0;
 
-	if (!socks || !w || !writer) {
+	if (!socks || !w || !writer || !rxw || !rx_woke) {
 		free(socks);
 		free(w);
 		free(writer);
+		free(rxw);
+		free(rx_woke);
 		return (int)fail(ENOMEM);
 	}
 	for (nfds_t i = 0; i < n; i++)
@@ -1885,7 +1897,8 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 		for (nfds_t i = 0; i < n; i++) {
 			if (!socks[i])
 				continue;
-			fds[i].revents = sk_poll_one(socks[i], fds[i].events, false, false);
+			fds[i].revents = sk_poll_one(socks[i], fds[i].events, false, rx_woke[i]);
+			rx_woke[i] = false;
 			if (fds[i].revents)
 				ready++;
 		}
@@ -1902,6 +1915,13 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 				int k = xsk_wait_fds(sk, cf, false);
 				if (!(fds[i].events & POLLIN))
 					k--; /* the ready fd is the last one */
+				/* a reader waits on the TCP socket as well and
+				 * receives on this thread (as a blocked read does) */
+				int tcp = fds[i].events & POLLIN ? xsk_rx_wait_begin(sk) : -1;
+				if (tcp >= 0) {
+					rxw[i] = nw + 1;
+					w[nw++] = (struct pollfd){ .fd = tcp, .events = POLLIN };
+				}
 				if ((fds[i].events & POLLOUT) && sk->wake_fd >= 0) {
 					cf[k++] = sk->wake_fd;
 					sk->writers_waiting++;
@@ -1933,6 +1953,13 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 				pthread_mutex_unlock(&socks[i]->mu);
 				writer[i] = false;
 			}
+			if (rxw[i]) {
+				rx_woke[i] = k > 0 && (w[rxw[i] - 1].revents & POLLIN);
+				pthread_mutex_lock(&socks[i]->mu);
+				xsk_rx_wait_end(socks[i]);
+				pthread_mutex_unlock(&socks[i]->mu);
+				rxw[i] = 0;
+			}
 		}
 		errno = e;
 		if (k < 0) {
@@ -1960,6 +1987,8 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 	free(socks);
 	free(w);
 	free(writer);
+	free(rxw);
+	free(rx_woke);
 	return ret;
 }
 

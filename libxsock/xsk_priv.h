@@ -391,6 +391,9 @@ int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
 /* Make progress without blocking (CM events, completions, credits) and
  * update the ready eventfd. */
 void xsk_progress(struct xsk *s);
+/* The same with the receive mode rx (XSOCK_RX_*): ALWAYS after a wait on
+ * the connection's TCP socket ended with it readable. */
+void xsk_progress_rx(struct xsk *s, int rx);
 /* The same without the ready eventfd, for a read or write (send flags)
  * that updates it with xsk_set_ready before it unlocks (a receive that
  * drains what progress found would otherwise set and clear it: two system

@@ -842,6 +842,11 @@ void xsk_progress(struct xsk *s)
 	progress(s, true, XSOCK_RX_MAYBE);
 }
 
+void xsk_progress_rx(struct xsk *s, int rx)
+{
+	progress(s, true, rx);
+}
+
 bool xsk_progress_io(struct xsk *s, int flags, bool reading)
 {
 	/* after a wait on the TCP socket (rx_hint) it is likely readable;
@@ -1158,7 +1163,7 @@ static void rx_watch(struct xsk *s)
 
 void xsk_progress_watch(struct xsk *s, int rx)
 {
-	progress(s, true, rx);
+	xsk_progress_rx(s, rx);
 	if (xsk_fork_use(s))
 		rx_watch(s);
 }
