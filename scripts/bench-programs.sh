@@ -33,7 +33,10 @@
 # --quick        1 repetition, short durations: a smoke run
 # --netns        server in one network namespace (10.77.0.1), client in
 #                another (10.77.0.2), joined by a veth pair with MTU 1500
-# --netem        with --netns: netem delay 1ms loss 0.1% on both veth ends
+# --netem        with --netns: netem delay 1ms loss 0.1% on both veth ends;
+#                a kernel without sch_netem gets a tap in each namespace
+#                joined by tools/xsock-impair, which delays and drops the
+#                same way (1 ms and 0.1% each direction)
 # --markers      add the iwarp+markers row (when xsock-run has --markers)
 # --plot DIR     also DIR/programs.dat and DIR/programs.png (ratios to tcp)
 #
@@ -86,11 +89,12 @@ fi
 tmp=$(mktemp -d)
 chmod 711 "$tmp" # postgres and nginx's workers run as other users
 hz=$(getconf CLK_TCK)
-srvjob='' pgdata='' sns='' cns='' failed=0
+srvjob='' pgdata='' sns='' cns='' impjob='' failed=0
 # shellcheck disable=SC2317 # (called by the EXIT trap)
 cleanup() {
     set +e
     stop_server
+    [ -n "$impjob" ] && kill "$impjob" 2>/dev/null && wait "$impjob" && cat "$tmp/impair.out" >&2
     [ -n "$sns" ] && ip netns del "$sns" 2>/dev/null
     [ -n "$cns" ] && ip netns del "$cns" 2>/dev/null
     rm -rf "$tmp"
@@ -432,21 +436,30 @@ if [ $netns = 1 ]; then
         ip netns add "$sns" && ip netns add "$cns" &&
             ip link add "$sv" type veth peer name "$cv" &&
             ip link set "$sv" netns "$sns" && ip link set "$cv" netns "$cns" &&
-            ip -n "$sns" addr add 10.77.0.1/24 dev "$sv" &&
-            ip -n "$cns" addr add 10.77.0.2/24 dev "$cv" &&
-            ip -n "$sns" link set "$sv" mtu 1500 up && ip -n "$cns" link set "$cv" mtu 1500 up &&
             ip -n "$sns" link set lo up && ip -n "$cns" link set lo up
     } || { echo "$me: could not set up the network namespaces" >&2; exit 2; }
-    if [ $netem = 1 ]; then
-        for e in "$sns $sv" "$cns $cv"; do
-            # shellcheck disable=SC2086
-            set -- $e
-            tc -n "$1" qdisc add dev "$2" root netem delay 1ms loss 0.1% 2>"$tmp/tc.err" || {
-                echo "$me: netem unavailable: $(cat "$tmp/tc.err") (this kernel has no sch_netem?)" >&2
-                exit 2
-            }
-        done
+    wire="veth MTU 1500"
+    if [ $netem = 1 ] && ! tc -n "$sns" qdisc add dev "$sv" root netem delay 1ms loss 0.1% 2>"$tmp/tc.err"; then
+        # no sch_netem in this kernel: a tap in each namespace, joined by
+        # tools/xsock-impair, which delays and drops as netem would
+        [ -x "$bdir/tools/xsock-impair" ] || { echo "$me: netem unavailable ($(cat "$tmp/tc.err")) and no $bdir/tools/xsock-impair" >&2; exit 2; }
+        ip -n "$sns" link del "$sv"
+        sv=xsbts$$ cv=xsbtc$$
+        { ip -n "$sns" tuntap add dev "$sv" mode tap && ip -n "$cns" tuntap add dev "$cv" mode tap; } ||
+            { echo "$me: could not make the tap devices" >&2; exit 2; }
+        "$bdir/tools/xsock-impair" "$sns" "$sv" "$cns" "$cv" 1000 1000 >"$tmp/impair.out" 2>&1 &
+        impjob=$!
+        wire="taps joined by xsock-impair (no sch_netem): MTU 1500, delay 1ms loss 0.1% each way"
+    elif [ $netem = 1 ]; then
+        tc -n "$cns" qdisc add dev "$cv" root netem delay 1ms loss 0.1% ||
+            { echo "$me: netem on $cv failed" >&2; exit 2; }
+        wire="veth MTU 1500, netem delay 1ms loss 0.1% on both ends"
     fi
+    {
+        ip -n "$sns" addr add 10.77.0.1/24 dev "$sv" &&
+            ip -n "$cns" addr add 10.77.0.2/24 dev "$cv" &&
+            ip -n "$sns" link set "$sv" mtu 1500 up && ip -n "$cns" link set "$cv" mtu 1500 up
+    } || { echo "$me: could not set up the network namespaces" >&2; exit 2; }
     saddr=10.77.0.1
 fi
 
@@ -468,8 +481,7 @@ done
 [ -n "$progs" ] || { echo "$me: nothing to run" >&2; exit 2; }
 
 where="loopback"
-[ $netns = 1 ] && where="two network namespaces, veth MTU 1500"
-[ $netem = 1 ] && where="$where, netem delay 1ms loss 0.1%"
+[ $netns = 1 ] && where="two network namespaces, $wire"
 echo "bench-programs: $reps repetition(s), rows: $(for r in $rows; do printf '%s ' "$(label "$r")"; done)($where)"
 # (the functions share the short variable names: these loops use their own)
 rep=0
