@@ -833,9 +833,30 @@ static void test_qp_cork(void)
 	CHECK_EQ_U(ibv_dereg_mr(mr), 0);
 }
 
+/* An invalid setting keeps its default (it is not taken for 0, which
+ * means "never" for the timeouts); a valid one is taken. */
+static void test_config(void)
+{
+	const struct xs_config *cfg;
+
+	setenv("XSOCK_TX_TIMEOUT_MS", "abc", 1);
+	setenv("XSOCK_LINGER_MS", "-1", 1);
+	setenv("XSOCK_RNR_MS", "70000", 1);
+	setenv("XSOCK_CLASSIFY_MS", "0", 1);
+	setenv("XSOCK_ZC_MIN", "1024", 1);
+	cfg = xs_config();
+	CHECK_EQ_U(cfg->tx_timeout_ms, 30000);
+	CHECK_EQ_U(cfg->linger_ms, 1000);
+	CHECK_EQ_U(cfg->rnr_ms, 1000);
+	CHECK_EQ_U(cfg->classify_ms, 0);
+	CHECK_EQ_U(cfg->zc_min, 1024);
+	CHECK_EQ_U(cfg->fin_delay_ms, XS_FIN_DELAY_MS);
+}
+
 int main(void)
 {
 	xs_test_seed(1);
+	test_config(); /* first: the configuration is read once */
 	test_device();
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd);

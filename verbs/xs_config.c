@@ -24,26 +24,9 @@ static bool env_bool(const char *name, bool dflt)
 	       strcasecmp(v, "false") != 0;
 }
 
-/* Milliseconds 0..max from the environment (0 when unset or invalid). */
-static unsigned env_ms(const char *name, long max)
-{
-	const char *v = getenv(name);
-	char *end;
-	long ms;
-
-	if (!v || !*v)
-		return 0;
-	ms = strtol(v, &end, 10);
-	if (*end || ms < 0 || ms > max) {
-		fprintf(stderr, "xsock: %s=%s ignored (0..%ld)\n", name, v, max);
-		return 0;
-	}
-	return (unsigned)ms;
-}
-
-/* The same with a default: unset or invalid keeps dflt (an invalid value
- * is ignored, not taken for 0). */
-static unsigned env_ms_or(const char *name, long max, unsigned dflt)
+/* A number 0..max from the environment: unset or invalid keeps dflt (an
+ * invalid value is ignored, not taken for 0, and said so). */
+static unsigned env_uint(const char *name, long max, unsigned dflt)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -84,44 +67,30 @@ static void xs_config_load(void)
 	}
 	/* A peer that takes no octet for this long (its TCP window stays
 	 * shut) is treated as a broken connection by a blocked sender. */
-	xs_cfg.tx_timeout_ms = 30000;
-	v = getenv("XSOCK_TX_TIMEOUT_MS");
-	if (v && *v)
-		xs_cfg.tx_timeout_ms = env_ms("XSOCK_TX_TIMEOUT_MS", 3600000);
+	xs_cfg.tx_timeout_ms = env_uint("XSOCK_TX_TIMEOUT_MS", 3600000, 30000);
 	/* Linux siw (6.1) as initiator fails the connection (EPROTO) when
 	 * FPDU octets already follow the MPA Reply it reads, and nothing on
 	 * the wire says when it has read it (docs/interop.md).  A responder
 	 * whose peer is not another xsock (no MPA_FLAG_EXT_REQ) sends its
 	 * first FPDU only after the initiator's first octets or this long
 	 * after the Reply (rdma_accept returns then). */
-	xs_cfg.settle_ms = env_ms_or("XSOCK_MPA_SETTLE_MS", 10000, XS_SETTLE_MS);
+	xs_cfg.settle_ms = env_uint("XSOCK_MPA_SETTLE_MS", 10000, XS_SETTLE_MS);
 	/* A peer that listens again only just after telling us it is ready
 	 * (perftest -R over a slow guest) resets an early connect. */
-	xs_cfg.connect_delay_ms = env_ms("XSOCK_CONNECT_DELAY_MS", 10000);
+	xs_cfg.connect_delay_ms = env_uint("XSOCK_CONNECT_DELAY_MS", 10000, 0);
 	/* A mixed listener (libxsock's IWARP_MODE listeners) waits this long
 	 * for a client's first octets: a server-speaks-first protocol sends
 	 * nothing, so silence means plain TCP. */
-	xs_cfg.classify_ms = 200;
-	v = getenv("XSOCK_CLASSIFY_MS");
-	if (v && strcmp(v, "0") == 0)
-		xs_cfg.classify_ms = 0;
-	else if (v && *v && env_ms("XSOCK_CLASSIFY_MS", 60000))
-		xs_cfg.classify_ms = env_ms("XSOCK_CLASSIFY_MS", 60000);
+	xs_cfg.classify_ms = env_uint("XSOCK_CLASSIFY_MS", 60000, 200);
 	/* xs_engine.c, "delayed FIN and lingering close" */
-	xs_cfg.fin_delay_ms = env_ms_or("XSOCK_FIN_DELAY_MS", 10000, XS_FIN_DELAY_MS);
-	xs_cfg.linger_ms = 1000;
-	v = getenv("XSOCK_LINGER_MS");
-	if (v && *v)
-		xs_cfg.linger_ms = env_ms("XSOCK_LINGER_MS", 60000);
+	xs_cfg.fin_delay_ms = env_uint("XSOCK_FIN_DELAY_MS", 10000, XS_FIN_DELAY_MS);
+	xs_cfg.linger_ms = env_uint("XSOCK_LINGER_MS", 60000, 1000);
 	/* xs_engine.c, RNR: the sender completes a Send once TCP has it, so
 	 * it may run ahead of the receives its peer posts */
-	xs_cfg.rnr_ms = 1000;
-	v = getenv("XSOCK_RNR_MS");
-	if (v && *v)
-		xs_cfg.rnr_ms = env_ms("XSOCK_RNR_MS", 60000);
+	xs_cfg.rnr_ms = env_uint("XSOCK_RNR_MS", 60000, 1000);
 	/* RFC 7306: agreed only when the peer (another xsock) answers it */
 	xs_cfg.rdmap_ext = env_bool("XSOCK_RDMAP_EXT", true);
-	xs_cfg.zc_min = env_ms_or("XSOCK_ZC_MIN", 1L << 30, XS_ZC_MIN);
+	xs_cfg.zc_min = env_uint("XSOCK_ZC_MIN", 1L << 30, XS_ZC_MIN);
 	v = getenv("XSOCK_ZC");
 	if (v && strcmp(v, "always") == 0)
 		xs_cfg.zc_always = true;
