@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP (RFC 5041): header encode/decode, segmentation and placement.
  * Pure code over byte buffers, independent of MPA and sockets.  The layer
  * above (RDMAP) owns STags and posts untagged buffers.  Calls return 0 or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP header encode/decode (RFC 5041 section 4). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP placement (RFC 5041 sections 5.2-5.4 and 7): tagged segments go where
  * the layer above says; untagged segments go to the buffer posted for their
  * (QN, MSN) at offset MO, in any order, and messages are delivered strictly

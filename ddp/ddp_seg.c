@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP segmentation (RFC 5041 section 5.1): split a message so that every
  * ULPDU (DDP header + payload) fits the MULPDU the LLP announced. */
 #include "config.h"

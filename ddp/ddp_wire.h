@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP wire format (RFC 5041).  Constants only. */
 #ifndef DDP_WIRE_H
 #define DDP_WIRE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Receive side of an iWARP stream: MPA deframing -> DDP header -> RDMAP
  * checks -> DDP placement -> in-order delivery.  Payload octets are copied
  * once, from the input straight to their destination (or received there

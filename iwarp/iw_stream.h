@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* One iWARP stream (RDMAP over DDP over MPA) as pure byte-buffer code:
  * iw_tx turns RDMAP messages into framed FPDUs handed to a writer callback;
  * iw_rx turns received bytes into placed data and delivered messages.

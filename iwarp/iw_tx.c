@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Transmit side of an iWARP stream: RDMAP message -> DDP segments -> FPDUs. */
 #include "config.h"
 

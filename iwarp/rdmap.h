@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP (RFC 5040) wire part: control byte, opcode table, Read Request,
  * Terminate, and the complete Terminate error-code table of all three layers.
  * Pure code over byte buffers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Every Terminate error triple the RFCs define, with the RFCs' wording:
  * RDMAP (RFC 5040 4.8, Layer 0), DDP (RFC 5041 7.2, Layer 1), LLP/MPA
  * (RFC 5044 8, Layer 2, codes 0x05-0x07 added by RFC 6581 7). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RFC 7306 (RDMA Protocol Extensions): Immediate Data, Atomic Request and
  * Atomic Response bodies (sections 4.3-4.5), and the atomic operations. */
 #include "config.h"

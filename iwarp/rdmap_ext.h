@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RFC 7306 (RDMA Protocol Extensions): Immediate Data and the Atomic
  * Request/Response bodies, and the atomic operation itself on an 8-octet
  * word.  Pure code over byte buffers, as iwarp/rdmap.h. */

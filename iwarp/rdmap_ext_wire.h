@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RFC 7306 (RDMA Protocol Extensions) message bodies.  Constants only;
  * encode/decode in iwarp/rdmap_ext.c.  Opcodes and queue numbers are in
  * iwarp/rdmap_wire.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP control byte, opcode table and the Read Request header
  * (RFC 5040 sections 4.1-4.4; opcodes 8-11 from RFC 7306). */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP Terminate body (RFC 5040 4.8), in the RFC layout and in the
  * nibble-swapped layout Linux siw actually sends.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP wire format (RFC 5040, opcodes and queues of RFC 7306).  Constants
  * only; the RFC 7306 message bodies are in iwarp/rdmap_ext_wire.h. */
 #ifndef RDMAP_WIRE_H

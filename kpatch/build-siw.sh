@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # build-siw.sh: build the Linux soft-iWARP driver (siw.ko) out of tree from
 # Debian's linux-source-6.1, with kpatch/siw-mpa-params.patch applied, for the
 # kernel ABI KVER (default: the one Debian's linux-image-amd64 depends on).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* closefrom(3) and close_range(2) (xsock(7) DESCRIPTORS).
  *
  * Daemons close every descriptor they did not open: sshd calls

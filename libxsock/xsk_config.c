@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Selection rules for unmodified programs (xsock.conf(5)): which TCP
  * sockets become IWARP sockets, by program, role, address and port.  The
  * rules are read once, at the library's initialisation, and never change

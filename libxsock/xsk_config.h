@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Which sockets of an unmodified program become IWARP sockets: the rules
  * of xsock.conf(5), from XSOCK_RULES, the file XSOCK_CONFIG (default
  * /etc/xsock.conf) and XSOCK_IWARP=all.  Self-contained (libc only) so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Edge-triggered epoll (EPOLLET) on IWARP sockets.  libxsock computes an
  * IWARP socket's events itself (level-triggered); for an EPOLLET
  * registration an event is reported only on an edge: an event bit that was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Exec hand-over (xsock(7) EXEC): an IWARP socket inherited across
  * execve(2) goes on in the new program when that program runs with
  * libxsock too (inetd, sshd -R, socket activation).

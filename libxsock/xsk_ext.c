@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The extended (opt-in) calls of libxsock: memory registration and remote
  * descriptors, one-sided RDMA Write/Read, asynchronous stream sends and
  * receives, and their completions (see xsock.h and the xsock_*(3) pages).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* fork(2) and IWARP sockets (xsock(7), section FORK).
  *
  * libiwarp parks its engine around fork and makes every established

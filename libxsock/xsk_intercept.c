@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The interposed POSIX calls.  Every call that takes an fd looks the fd up
  * in one array (the fd table); an fd that is not an IWARP socket goes
  * straight to libc, so an ordinary socket, file, pipe, Unix or UDP socket

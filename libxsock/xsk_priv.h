@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Private to libxsock: the real libc entry points, the stack's entry
  * points (resolved in libiwarp itself), the IWARP socket object and the
  * calls between xsk_intercept.c (the interposed POSIX calls, the fd table,

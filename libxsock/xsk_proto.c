@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The rsockets protocol (rdma-core librdmacm/docs/rsocket, iWARP variant)
  * over the stack's rdma_* and ibv_* calls.
  *

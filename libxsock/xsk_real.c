@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The real entry points: libc's (dlsym RTLD_NEXT, once) and the stack's
  * (dlsym in the stack's own handle, so that a real librdmacm that the
  * program links never answers our calls).  The stack is libiwarp, or

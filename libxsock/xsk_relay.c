@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A connection two processes use at once after fork (xsock(7) FORK).
  *
  * The connection's state lives in the memory of the process that claimed

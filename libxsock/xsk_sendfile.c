@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* sendfile(2) and sendfile64 to an IWARP socket (nginx, lighttpd, ...).
  *
  * The kernel would splice the file into the socket; libxsock reads it

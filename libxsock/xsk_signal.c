@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Signals and blocking calls on IWARP sockets (xsock(7) SIGNALS).
  *
  * The kernel restarts a socket call interrupted by a handler installed

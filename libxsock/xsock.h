@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock.h: the public interface of libxsock, the sockets interposer that
  * carries TCP sockets set to IWARP_MODE over xsock's software iWARP stack
  * (the rsockets protocol over MPA/DDP/RDMAP).  See xsock(7).

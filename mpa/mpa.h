@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA (RFC 5044 + RFC 6581): connection setup frames, negotiation, FPDU
  * framing and deframing.  Pure code over byte buffers: no sockets here.
  * Internal calls return 0 / a length on success and -errno on failure;

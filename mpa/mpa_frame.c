@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA Request/Reply frames (RFC 5044 section 7.1, RFC 6581 section 5). */
 #include "config.h"
 

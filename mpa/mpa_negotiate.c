@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA connection setup negotiation (RFC 5044 section 7.1, RFC 6581).
  * Both sides are pure functions of (our prefs, the frames exchanged). */
 #include "config.h"

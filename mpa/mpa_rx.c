@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* FPDU receive: a resumable deframer (HDR -> DATA -> PAD -> CRC) that strips
  * Markers wherever they fall, checks them and the CRC, and hands ULPDU bytes
  * out in place.  Any chunking of the input gives the same events' bytes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* FPDU transmit: ULPDU_LENGTH | ULPDU | PAD | CRC with Markers every 512
  * stream octets (RFC 5044 sections 4 and 5).  The ULPDU is referenced, not
  * copied; the CRC is computed over exactly the wire bytes in order, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA wire format: RFC 5044, with the RFC 6581 enhanced connection setup.
  * Constants only; encode/decode lives in mpa_frame.c, mpa_tx.c, mpa_rx.c. */
 #ifndef MPA_WIRE_H

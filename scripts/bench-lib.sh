@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Sourced by scripts/bench.sh, scripts/bench-sockets.sh and
 # scripts/bench-programs.sh.
 # med_in FILE KEY1 KEY2 FIELD: the median of FIELD over the lines of FILE

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # PNG plots of the benchmark scripts' data files, with gnuplot (gnuplot-nox):
 #   scripts/bench-plot.sh sockets DIR
 #       DIR/sockets-bw.dat  -> DIR/sockets-bw.png  (MB/s against write size)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified Debian programs over xsock against plain TCP (issue 15):
 # scripts/bench-programs.sh [--only NAME] [--quick] [--netns [--netem]]
 #                           [--markers] [--plot DIR] [BUILDDIR]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The "RESULT name key=value ..." lines of xsock-bench / xsock-sockbench as
 # "CASE COLUMN value p99" (value: bw_MBps or lat_us; p99 "-" if absent).
 # Used by scripts/bench.sh and scripts/bench-sockets.sh: awk -v c=CASE -v k=COLUMN.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # A plain sockets program against raw TCP on loopback (issue 5):
 # scripts/bench-sockets.sh [--plot DIR] [BUILDDIR]
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Raw TCP against xsock on loopback (issue 3): scripts/bench.sh [BUILDDIR]
 #
 # Builds tools/xsock-bench if needed, runs every case XS_BENCH_REPS times

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The main job: install dependencies, build, and show xsock doing real work:
 #  1. the protocol core: an MPA/DDP/RDMAP session over a real loopback TCP
 #     connection (Send, RDMA Write, RDMA Read, Terminate), every byte verified;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Print a TCP port for a test server to listen on.
 
 The port comes from below the kernel's ephemeral range, so no client's

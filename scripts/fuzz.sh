@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # libFuzzer runs of the wire-protocol harnesses in tests/fuzz/.
 #
 #   scripts/fuzz.sh [--merge] [--build-only] [--gen-corpus] [HARNESS...]
@@ -55,11 +56,13 @@ if [ -n "${FUZZ_CONFIG_H:-}" ]; then
 elif [ -f "$top/config.h" ]; then
     cp "$top/config.h" "$cfgdir/config.h"
 else
-    cat >"$cfgdir/config.h" <<'CFG'
+    ver=$(sed -n 's/^AC_INIT(\[xsock\], \[\([^]]*\)\].*/\1/p' "$top/configure.ac")
+    cat >"$cfgdir/config.h" <<CFG
 /* minimal config.h for scripts/fuzz.sh */
 #define PACKAGE "xsock"
 #define PACKAGE_NAME "xsock"
-#define VERSION "0.1.0"
+#define PACKAGE_VERSION "$ver"
+#define VERSION "$ver"
 #ifndef _GNU_SOURCE
 # define _GNU_SOURCE 1
 #endif

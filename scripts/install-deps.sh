@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Install every build and test dependency of xsock from Debian packages.
 # Non-interactive and idempotent: packages already present are not reinstalled.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Echo load through IWARP sockets (scripts/load.sh runs both ends under
 `xsock-run --iwarp`, so every TCP socket here is a libxsock IWARP socket).
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Load: many concurrent verbs/CM connections on loopback echoing messages.
 # Not part of `make check` (it runs for minutes).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Test driver wrapper: every test gets a wall-clock limit so nothing can hang
 # CI (XS_TEST_TIMEOUT seconds, default 300).  Shell tests run under sh.
 t="$1"; shift

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Soak: many GiB through xsock on loopback, every octet checked with SHA-256.
 # Not part of `make check` (it runs for minutes).
 #

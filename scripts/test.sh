@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The full test suite: install dependencies, then
 #   1. a normal build (gcc, -Werror) and `make check`
 #   2. an ASan+UBSan build and `make check`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """An unmodified rdma-core consumer in Python (pyverbs, Debian's
 python3-pyverbs) against xsock0: the device's identity through every query
 call, objects and QP transitions, then an RC connection through pyverbs'

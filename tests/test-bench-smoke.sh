@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # scripts/bench.sh with tiny counts: every mode of xsock-bench runs to the
 # end and its data checks pass (raw TCP, xsock, xsock with MPA CRC, the
 # hand-off benchmark).  The figures are not looked at: speed is judged by

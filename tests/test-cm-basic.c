@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connection manager without QPs: event channel semantics, ids, bind/listen
  * on a real port, address/route resolution, the passive side against a raw
  * MPA initiator (request private data and IRD/ORD, rdma_reject's Reply,

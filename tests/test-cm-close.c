@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* How an xsock connection ends, seen by a raw TCP peer on loopback
  * (xs_engine.c, "delayed FIN and lingering close"):
  *

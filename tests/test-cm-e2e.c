@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connection manager end to end in one process over loopback: a listener
  * and a connecting id on two channels.  Private data and IRD/ORD both ways,
  * a Send over the connected QPs, exactly one DISCONNECTED per side, the

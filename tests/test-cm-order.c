@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connection requests come to a listener in the order of the peer's
  * rdma_connect calls.  perftest -R -q N (ib_send_bw and the others) counts
  * them: the client's k-th connected QP is the k-th, and the server's QP for

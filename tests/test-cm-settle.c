@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What an xsock does for a peer that is not another xsock, right after the
  * MPA exchange (Linux siw 6.1, docs/interop.md), seen by a raw MPA peer on
  * loopback, with the defaults a user gets:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helpers shared by the connection manager tests (test-cm-*.c). */
 #ifndef TEST_CM_UTIL_H
 #define TEST_CM_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* CRC32c through ISA-L: the check value, incremental use, and an FPDU whose
  * CRC was computed by Linux siw (vector init-rev2-crc1, first Send). */
 #include "config.h"

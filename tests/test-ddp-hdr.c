@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP header encode/decode: random round trips, headers captured from Linux
  * siw (vector init-rev2-crc0, bytes after the 2-octet MPA length), bad
  * versions, short input, reserved bits. */

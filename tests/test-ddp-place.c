@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP placement: a property test of untagged and tagged placement under
  * random reordering and duplication, one crafted segment per error with the
  * exact Terminate triple (and no octet written anywhere), flush, MSN wrap. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DDP segmentation: for many (length, MULPDU, tagged) combinations the
  * segments cover the message exactly once and in order, TO/MO follow the
  * offset, L is on the last only, every ULPDU fits the MULPDU, and the count

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The three layers together (iwarp/iw_tx.c + iw_rx.c over mpa/ and ddp/):
  * 1. real siw traffic (vector init-rev2-crc1/-crc0: two Sends and a Read
  *    Response siw sent, CRC on and off) is deframed, checked and placed;

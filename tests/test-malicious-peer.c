@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A malicious peer: a raw MPA initiator (this file's own framing on a plain
  * TCP socket) against an xsock responder (rdma_cm listener, RC QP, memory
  * regions between guard pages), one bad input per case.

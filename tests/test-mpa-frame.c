@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA Request/Reply frames: encode/decode round trips, the real frames Linux
  * siw sent and received (vectors/NAME.req.bin and .rep.bin, as hex), incremental
  * decoding, and every invalid-frame rule (LLP/0/0x04). */

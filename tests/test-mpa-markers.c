@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* FPDU transmit framing against a byte-by-byte reference model: Markers at
  * every stream position p % 512 == 0, FPDUPTR values, pad, CRC (over the wire
  * bytes, Markers included, sent little-endian), for FPDUs starting at many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA negotiation, both sides: our initiator against our responder for a
  * table of preferences, and both against the real siw frames (vectors). */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* FPDU receive: random streams (markers x CRC) deframed under random
  * chunkings, down to one byte at a time, with and without direct placement;
  * each protocol error; resync from arbitrary stream offsets; and real siw

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified fio (rdma ioengine: write, read and send verbs; send
 # data-checked by the server with fio's crc32c verify) and qperf -cm1 (the
 # rc_* tests iWARP can run), both ends under xsock-run on loopback.

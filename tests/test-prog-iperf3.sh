@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's iperf3 over libxsock (issue 12): one stream, -P 4 and reverse
 # (-R), 2 s each, with
 #   iwarp  both ends under `xsock-run --iwarp`,

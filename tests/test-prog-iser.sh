@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's tgt iSER target and libiscsi's iSER initiator over libiwarp
 # (issue 13): tgtd (under xsock-run) serves a file-backed LUN on an iSER
 # portal; iscsi-inq and iscsi-readcapacity16 (under xsock-run) query it over

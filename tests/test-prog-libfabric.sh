@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's libfabric (issue 13): fi_pingpong over the verbs provider on
 # xsock0, both ends under xsock-run on loopback, data checked (-c), all
 # sizes (64 B .. 1 MiB):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified nginx (2 worker processes sharing the listener after
 # fork, sendfile on, epoll, accept4) over libxsock:
 #   (a) nginx and the clients under `xsock-run --iwarp`: curl fetches a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's postgresql-15 over libxsock (issue 12): a scratch cluster
 # (initdb as the postgres user, 127.0.0.1 only, fsync off); pgbench -i,
 # then pgbench -c 4 -j 2 -T 3 (TPC-B like) and -S (select only) over TCP,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rdma-core's own Python bindings (Debian's python3-pyverbs) as an
 # unmodified consumer under xsock-run: the device's identity through every
 # query (query_gid_ex crashed the process once), objects, QP transitions,

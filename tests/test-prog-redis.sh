@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified redis-server over libxsock (an epoll server with
 # non-blocking sockets set through fcntl64, an [::]-style listener, a
 # SIGTERM shutdown):

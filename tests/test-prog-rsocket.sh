@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's rsocket programs (rdmacm-utils) over libiwarp's rsocket calls
 # (verbs/cm_rsocket.c: libxsock's IWARP sockets), both ends under xsock-run:
 #   rstream   one connection per run (custom sizes: its default two-phase

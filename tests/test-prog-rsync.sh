@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's rsync daemon and client over libxsock (issue 12): a tree of 40
 # random files (up to ~1 MB, in subdirectories) downloaded from a module
 # and uploaded to a writable one, `diff -r` clean, with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's OpenSSH server and clients over libxsock (issue 12): `ssh host
 # cmd` and scp of 30 MB both ways, checksummed, with
 #   mixed  sshd under `xsock-run --iwarp`, plain ssh/scp (the mixed

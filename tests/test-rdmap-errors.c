@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Error classes rdmap_hdr_check / the RDMAP decoders detect, with exact
  * triples (several inputs are the attack messages sent to siw, from
  * siw-peer/vectors/attack-*.txt), and the completeness of xs_err_table

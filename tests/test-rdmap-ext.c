@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RFC 7306 wire part: opcode acceptance with and without the extension
  * agreed, Immediate Data, Atomic Request and Response layouts byte by
  * byte (offsets from RFC 7306 section 4), decode errors, and the atomic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP control byte, opcode table, rdmap_hdr_check over every opcode x
  * buffer model x QN, and the Read Request header, including the real Read
  * Request siw sent (vector resp-rev2-crc0) and one siw accepted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Terminate body: RFC 5040 layout round trips for every flag combination
  * with tagged/untagged terminated DDP headers and a Read Request header,
  * encode argument checks, truncation, and every Terminate Linux siw sent in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # A capture of Debian's unmodified rping over xsock, decoded by tshark's
 # iwarp_mpa / iwarp_ddp_rdmap dissectors: zero malformed frames and every
 # CRC good, with MPA CRC on (rev 2, rev 1) and in RFC 6581 peer-to-peer mode

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified rping, both ends under xsock-run on loopback:
 # sizes 23/1000/4096/65535 (the smallest and largest Debian's rping accepts) x CRC off/on x Markers off/on x MPA rev 1/2,
 # 200 iterations each with data verification (-V); then MPA peer-to-peer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* STag security (RFC 5042): what a peer that guesses STags can reach.
  *
  * STags are 32 random bits from OpenSSL's CSPRNG: of 20000 registrations

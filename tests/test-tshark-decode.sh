@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Independent decode: xsock-wiredemo runs an MPA session (Request, Reply,
 # Sends, RDMA Write, Read Request/Response, Terminate) over real loopback TCP
 # while tcpdump captures it; tshark's iwarp_mpa / iwarp_ddp_rdmap dissectors

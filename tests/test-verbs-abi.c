@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libiwarp.so as a verbs application sees it: exported entry points plus
  * the static inline calls of <infiniband/verbs.h> (ibv_query_port,
  * ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq, ibv_query_device_ex) that
@@ -37,7 +38,7 @@ int main(void)
 	CHECK_EQ_U(pa.state, IBV_PORT_ACTIVE);
 	CHECK_EQ_U(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
 	CHECK_EQ_U(ibv_query_device_ex(ctx, NULL, &dax), 0);
-	CHECK(strcmp(dax.orig_attr.fw_ver, "xsock 0.1") == 0);
+	CHECK(strcmp(dax.orig_attr.fw_ver, "xsock " PACKAGE_VERSION) == 0);
 
 	ch = ibv_create_comp_channel(ctx);
 	pd = ibv_alloc_pd(ctx);

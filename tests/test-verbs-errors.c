@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Verbs error paths over real loopback connections (issue 3).
  *
  * Two endpoints in this process (a listener's child and a connecting id),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RFC 7306 between two xsock ends over real loopback connections: RDMA
  * Write with Immediate (data placed, the receive completed with the imm,
  * byte_len 0, nothing in its buffer), Send with Immediate (data and imm,

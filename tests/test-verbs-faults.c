@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Faults under the verbs API over loopback (issue 6): what the peer's
  * transport does to us, and what the application does to its own
  * connections.  The peer is a raw MPA initiator in this process (the wire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* fork with libiwarp alone (xsock(7) FORK): a process holding an
  * established connection forks; the child leaves it alone (exits at once,
  * destroys its copies, or execs a program); the parent's connection keeps

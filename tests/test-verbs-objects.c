@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Verbs objects without a network: device, context (through the inline
  * calls of <infiniband/verbs.h>), PD, MR/STags and xs_mr_resolve, CQ and
  * completion channel, QP state machine, and the QP's data path against a
@@ -52,7 +53,7 @@ static void test_device(void)
 	CHECK(verbs_get_ctx(ctx) != NULL);
 
 	CHECK_EQ_U(ibv_query_device(ctx, &da), 0);
-	CHECK(strcmp(da.fw_ver, "xsock 0.1") == 0);
+	CHECK(strcmp(da.fw_ver, "xsock " PACKAGE_VERSION) == 0);
 	CHECK_EQ_U(da.max_qp_rd_atom, XS_MAX_IRD);
 	CHECK_EQ_U(da.max_qp_init_rd_atom, XS_MAX_ORD);
 	CHECK_EQ_U(da.atomic_cap, IBV_ATOMIC_HCA); /* RFC 7306, refused per connection */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared receive queues over real loopback connections: two server QPs on
  * one SRQ receive their clients' Sends (data, wr_id, qp_num and the QP's
  * own recv_cq checked, a two-SGE WR scattered), the limit event (once per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The ABI sweep: every function Debian's libibverbs.so.1 and librdmacm.so.1
  * export, and the static inline calls of <infiniband/verbs.h> that jump
  * through the context, called through the preload (test-verbs-sweep.sh runs

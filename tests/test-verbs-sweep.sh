@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The ABI sweep (issue 13): every function Debian's libibverbs.so.1 and
 # librdmacm.so.1 export under a default version, called through the preload
 # by tests/test-verbs-sweep (linked against Debian's libraries, run under

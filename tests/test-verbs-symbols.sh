@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # libiwarp exports the verbs entry points under rdma-core's version nodes
 # (a preload is only used if the versions match: see /work/shared/notes).
 # The rsocket calls (verbs/cm_rsocket.c) and the multicast refusals too.

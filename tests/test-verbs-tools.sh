@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Debian's unmodified ibv_devinfo, ucmatose (10 connections x 100 messages)
 # and perftest over rdma_cm (-R: ib_send_bw, ib_write_bw, ib_read_bw,
 # ib_send_lat, ib_write_lat, ib_atomic_bw, ib_atomic_lat; ib_send_bw with

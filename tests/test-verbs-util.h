@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helpers of the verbs tests over real loopback connections
  * (test-verbs-errors.c, test-verbs-faults.c): a listener shared by the
  * test, two-endpoint pairs with guarded target memory, bounded waits on

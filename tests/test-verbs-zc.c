@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Zero-copy send (verbs/xs_zc.c) over loopback in one process.
  *
  * With XSOCK_ZC=always, 1 MiB RDMA Writes (alone and corked with a Send)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The selection rules of xsock.conf(5): the parser accepts the documented
  * forms and refuses the rest with a message, the matcher honours program,
  * role, address prefix and port range, the first matching rule wins, and

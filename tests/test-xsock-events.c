@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libxsock readiness: nonblocking connect (EINPROGRESS, then writable and
  * SO_ERROR 0), nonblocking accept (EAGAIN, then readable), poll and select
  * over IWARP sockets mixed with a pipe, and an epoll set mixing an IWARP

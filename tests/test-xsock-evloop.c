@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A small epoll event loop in the style of redis's ae.c/anet.c serving
  * many concurrent clients through one IWARP_MODE (mixed) listener, and a
  * check that it never blocks: every socket call the loop makes (and the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The exec hand-over (xsock(7) EXEC), with tests/xsock-exec-check, a plain
 # sockets program under `xsock-run --iwarp`:
 #   inetd: accept, fork, greet, dup2 the connection onto stdin/stdout and

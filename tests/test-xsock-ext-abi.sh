@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # libxsock's exports: the interposed libc names unversioned (so they take
 # the place of read@GLIBC_2.2.5 etc.), the extended calls under XSOCK_1.0,
 # nothing else; and xsock-rdma-demo, the extended example program, runs

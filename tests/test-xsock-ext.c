@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libxsock's extended calls on IWARP_MODE sockets (loopback, one process):
  * registration and the descriptor exchange over the stream; RDMA Write
  * and RDMA Read of 1 B, 4 KiB, 1 MiB and 16 MiB at unaligned offsets, data

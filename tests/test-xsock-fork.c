@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* fork with IWARP sockets (xsock(7) FORK).
  *  1. pre-fork server: a client process opens N+1 IWARP connections and
  *     sends each a different checked payload; the server accepts N, forks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The mixed listener (xsock(7) MIXED LISTENER): one IWARP_MODE listener
  * takes iWARP clients and plain TCP clients on the same port.  Checked:
  * both kinds in either order and concurrently, data both ways,

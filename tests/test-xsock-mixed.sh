@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The mixed listener with unmodified Debian programs: one socat server under
 # `xsock-run --iwarp` (its listener in IWARP_MODE; a child per connection
 # runs sha256sum over what the client sends and answers the digest) serves

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # libxsock without its stack's private calls, as over rdma-core's librdmacm
 # (xsock(7) KERNEL STACK), on a machine with no RDMA device:
 #   1. XSOCK_STACK_PRIV=0 makes libxsock use libiwarp through the standard

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified Debian programs over libxsock, both ends under
 # `xsock-run --iwarp` (every TCP socket in IWARP_MODE) and again with the
 # library preloaded but no IWARP socket (fall-through):

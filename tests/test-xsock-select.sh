@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Selection rules end to end (xsock.conf(5)): a plain sockets program
 # (tests/xsock-select-check) listens on two free ports A and B, connects to
 # each and copies data; under `xsock-run --iwarp-port A` only A's sockets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* sendfile(2) to an IWARP socket (libxsock/xsk_sendfile.c), each case run
  * on a kernel TCP pair and on an IWARP pair: an offset pointer and NULL
  * (the file position), a count beyond the file and beyond MAX_RW_COUNT,

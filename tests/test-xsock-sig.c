@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Timeouts, signals and socket options on IWARP sockets (xsock(7)
  * SIGNALS, OPTIONS), both ends in one process:
  *   SO_RCVTIMEO: recv with no data fails with EAGAIN after the timeout,

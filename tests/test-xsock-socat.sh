@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # An unmodified program over libxsock: Debian's socat copies a 3 MB file
 # from a client to a server, both under `xsock-run --iwarp` (every TCP
 # socket in IWARP_MODE), then again without --iwarp (fall-through).  The

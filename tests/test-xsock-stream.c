@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libxsock stream semantics on IWARP_MODE sockets (loopback, one process,
  * the peer in a thread): the mode option, a multi-megabyte transfer with
  * random write and read sizes checked byte for byte, partial reads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What unmodified programs do with IWARP sockets, beyond test-xsock-stream
  * and test-xsock-events:
  *  - inetd style: the socket dup2'ed over stdin and stdout, and a filter

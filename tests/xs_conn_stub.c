@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A fake engine for the verbs object tests: the xs_conn_* calls of
  * verbs/xs_internal.h record what the QP asked for, and helpers drive the
  * QP's upcalls as the engine would (placing through the real DDP code). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Fake engine for tests/test-verbs-objects (see xs_conn_stub.c). */
 #ifndef XS_CONN_STUB_H
 #define XS_CONN_STUB_H

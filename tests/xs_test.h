@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Minimal test helpers: automake exit codes (0 pass, 1 fail, 77 skip,
  * 99 hard error), failure messages with file:line, and a seeded PRNG whose
  * seed is printed on failure so any property-test failure can be replayed

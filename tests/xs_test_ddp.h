@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Test-local reading of a DDP header, written independently of
  * ddp_hdr_decode() so RDMAP tests do not depend on the code DDP tests check. */
 #ifndef XS_TEST_DDP_H

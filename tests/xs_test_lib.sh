@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Shell helpers for the tests that run unmodified rdma-core tools under
 # xsock-run.  Sourced; needs XS_TOP_BUILDDIR.
 XS_RUN=${XS_TOP_BUILDDIR:-.}/tools/xsock-run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helpers for the libxsock tests: IWARP_MODE listeners and clients on
  * loopback with kernel-chosen ports. */
 #ifndef XS_TEST_SOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helper of test-xsock-exec.sh: an inetd in miniature and its service, a
  * plain sockets program run under `xsock-run --iwarp` (every TCP socket
  * is an IWARP socket; it never sets IWARP_MODE itself).

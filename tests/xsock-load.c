@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Load through the verbs/CM API (scripts/load.sh; not a `make check` test).
  *
  *   xsock-load server PORT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helper of test-xsock-select.sh, run under xsock-run with selection
  * rules: xsock-select-check PORT EXPECT [PORT EXPECT]...
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Soak through the verbs API (scripts/soak.sh; not a `make check` test).
  *
  *   xsock-soak [GIB [SEED]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock-bench-framing: MPA/DDP framing and deframing throughput for 64 KiB
  * messages (RDMA Writes), CRC on, Markers off and on, next to memcpy of the
  * same buffers measured in the same run.  Not a test: it prints figures.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock-bench: raw TCP against xsock verbs on loopback, and the cost of a
  * thread hand-off.  Each mode runs a client and a server in two processes
  * (fork) on 127.0.0.1 and prints one human line plus one "RESULT" line that

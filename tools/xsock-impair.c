@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock-impair: a delaying, lossy wire between two network namespaces, for
  * kernels without sch_netem (bench-programs.sh --netem).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock-rdma-demo: an ordinary sockets program extended with libxsock's
  * calls.  The server registers a buffer and sends its descriptor over the
  * socket; the client RDMA-Writes a buffer into it (one-sided: the server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock-sockbench: a plain sockets benchmark on 127.0.0.1 (no xsock API),
  * run as raw TCP, under the libxsock preload without IWARP sockets, and
  * under `xsock-run --iwarp` by scripts/bench-sockets.sh.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* xsock-wiredemo: the protocol core doing real work over a real loopback TCP
  * connection.  An initiator and a responder (two threads) exchange MPA
  * Request/Reply (RFC 5044/6581), then the initiator sends Sends, an RDMA

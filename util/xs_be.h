@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Big-endian (network order) load/store helpers over byte buffers.
  * Every wire field goes through these: no casts of wire bytes to structs. */
 #ifndef XS_BE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The monotonic clock in the units the stack's deadlines use. */
 #ifndef XS_CLOCK_H
 #define XS_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "config.h"
 
 #include <isa-l/crc.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* CRC32c (Castagnoli) as used by MPA, computed by ISA-L's crc32_iscsi. */
 #ifndef XS_CRC_H
 #define XS_CRC_H

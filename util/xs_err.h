@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The error triple every layer reports: what a Terminate message carries
  * (RFC 5040 section 4.8: Layer, Error Type, Error Code).  Each layer's wire
  * header defines its own EType/ECode values; iwarp/rdmap_errors.c has the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Gather-list bookkeeping after a partial writev()/sendmsg(). */
 #ifndef XS_IOV_H
 #define XS_IOV_H

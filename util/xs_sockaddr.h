@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Small helpers over struct sockaddr for AF_INET and AF_INET6. */
 #ifndef XS_SOCKADDR_H
 #define XS_SOCKADDR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager: librdmacm's rdma_* calls (rdma-core 44 ABI) over
  * the engine's TCP + MPA handshakes (xs_internal.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The rsocket API (librdmacm's RDMACM_1.0 r* calls) over libxsock.
  *
  * libxsock already speaks the rsockets wire protocol on TCP sockets set to

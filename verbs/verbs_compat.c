@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The rdma-core entry points that a software iWARP device answers without
  * objects of its own: fork status, ECE, object import, dma-buf MRs, MR
  * re-registration, the in-order query and the P_Key index.  Carried here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Completion queues and completion channels.  A CQ is a mutex-protected
  * ring of struct ibv_wc that both the application (post_send completions)
  * and the engine thread (receives, Read completions, flushes) append to.

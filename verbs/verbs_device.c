@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The one software device "xsock0" (an iWARP RNIC), its context and the
  * queries, string and rate helpers, async events, and the verbs this
  * device does not have (AH, multicast, XRC): those fail with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Protection domains and memory regions.  Every MR gets an STag of 32
  * random bits from OpenSSL's CSPRNG (never below 256, never one that is
  * live), found through a process-wide hash table.  An "index + 8-bit key"

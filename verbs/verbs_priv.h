@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Private to the verbs objects (verbs_device.c, verbs_mr.c, verbs_cq.c,
  * verbs_qp.c): the structures behind the rdma-core handles we give out and
  * the calls between the four files.  The engine and the CM use
@@ -15,7 +16,7 @@
 /* ---- device / context (verbs_device.c) ---------------------------------- */
 
 #define XS_DEVICE_NAME "xsock0"
-#define XS_FW_VER "xsock 0.1"
+#define XS_FW_VER "xsock " PACKAGE_VERSION /* config.h */
 #define XS_PORT_NUM 1
 /* Identity (libiwarp(7)): siw's vendor ID, the software iWARP devices'
  * (tools key their siw handling on it), and "xs" as the part. */

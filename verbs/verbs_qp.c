@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RC queue pairs over an iWARP stream.
  *
  * Send side: post_send frames each WR on the caller's thread (xs_conn_*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The extended post API (ibv_qp_to_qp_ex + ibv_wr_*): a QP created with
  * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS gets a builder.  ibv_wr_start opens a
  * batch, each ibv_wr_<op> starts a WR (wr_id and wr_flags as the caller set

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared receive queues (ibv_*_srq, the post_srq_recv and create_srq_ex
  * context ops).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Per-process MPA options from the environment (documented in xsock-run(1)),
  * read once, and a debug log. */
 #include "config.h"

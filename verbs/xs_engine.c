@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The engine: one io_uring thread per process that owns the receive side of
  * every TCP connection, accepts and connects, runs the MPA handshakes and
  * serves RDMA Read Responses; plus the transmit path that application

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The descriptors the stack keeps for itself (xsock(7) DESCRIPTORS).
  *
  * Daemons close every descriptor they did not open themselves: sshd's

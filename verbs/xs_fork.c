@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* fork(2) support for libiwarp (xsock(7), section FORK).
  *
  * Threads and io_uring rings do not survive fork, and the files a process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Exec hand-over for libxsock (xsock(7) EXEC; verbs/xs_priv_abi.h).
  *
  * A connection crosses execve(2) as its TCP socket (a duplicate without

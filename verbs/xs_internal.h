@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Internal contract of libiwarp (the rdma-core compatible verbs/CM library):
  * the engine (xs_engine.c: io_uring thread, TCP connections, MPA handshake,
  * the iWARP stream per connection), the verbs objects (verbs_*.c: device,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The private interface between libiwarp and libxsock (the same project
  * and release; version node XSOCK_PRIVATE_0 in libiwarp.map, looked up
  * by libxsock with dlsym).  Nothing here is part of the verbs ABI. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Spare listening sockets: a listener closed by its owner keeps its TCP
  * socket open a little longer, and a listen on the same address in this
  * process takes it over with what queued meanwhile.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Zero-copy send (io_uring IORING_OP_SENDMSG_ZC) on the caller's thread.
  *
  * A large write leaves with SENDMSG_ZC from a small ring of the calling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Fuzz DDP header decoding and placement (ddp/ddp_hdr.c, ddp_place.c,
  * ddp_seg.c) without MPA in front.
  *

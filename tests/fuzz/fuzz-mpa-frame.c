@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Fuzz MPA Request/Reply frames (mpa/mpa_frame.c, mpa/mpa_negotiate.c).
  *
  * Input: byte 0 selects the negotiation preferences, the rest is the frame.

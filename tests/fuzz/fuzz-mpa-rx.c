@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Fuzz the FPDU deframer (mpa/mpa_rx.c) and marker resync.
  *
  * Input: 8 config octets, then the stream.

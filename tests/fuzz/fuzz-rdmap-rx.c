@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Fuzz the whole receive path: iw_rx_input (MPA deframing, DDP headers,
  * RDMAP checks, placement, in-order delivery) with an owner like
  * tests/test-iw-stream.c's, then the RDMAP decoders on what is delivered

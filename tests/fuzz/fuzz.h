@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared bits of the libFuzzer harnesses (tests/fuzz/fuzz-*.c).  Each
  * harness defines LLVMFuzzerTestOneInput; built with clang
  * -fsanitize=fuzzer by scripts/fuzz.sh, and with replay_main.c (plain gcc,

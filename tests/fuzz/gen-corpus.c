@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Writes the seed corpora in tests/fuzz/corpus/ from real frames: the siw
  * vectors of tests/test-mpa-frame.c and tests/test-iw-stream.c, and streams
  * the project's own encoders produce (iw_tx over a capture buffer, as

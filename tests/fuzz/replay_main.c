@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Replays inputs through a harness's LLVMFuzzerTestOneInput without
  * libFuzzer: a plain program for `make check` (and its ASan build) and for
  * reproducing a crash under gdb.

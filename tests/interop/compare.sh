@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # compare.sh: siw<->siw against xsock<->xsock, both inside the same QEMU
 # guest (TCG, one boot), both ends of every run in the guest (client to
 # 10.0.2.15).  Issue 14.

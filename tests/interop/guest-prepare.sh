@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # guest-prepare.sh: everything the interop guest needs, cached.
 #   1. packages (qemu, busybox, rdma-core tools, perftest, tcpdump, tshark,
 #      socat)

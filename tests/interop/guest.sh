@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # guest.sh: boot and drive the interop guest (Debian's kernel + our siw.ko in
 # QEMU, TCG) built by guest-prepare.sh.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iw-errpeer: a small rdma-core verbs peer for the interop error paths.
  *
  *   iw-errpeer --server [-a ADDR] -p PORT

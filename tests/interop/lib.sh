@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # lib.sh: small helpers shared by the interop scripts (sourced, bash).
 # shellcheck shell=bash
 # matrix.sh, soak.sh and compare.sh source it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # matrix.sh: the siw interop matrix.  xsock (this build, through xsock-run)
 # on the host against the Linux kernel's siw in a QEMU guest, both
 # directions, every cell captured in the guest and decoded by tshark.

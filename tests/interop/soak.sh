@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # soak.sh: repeated runs of xsock (this build, through xsock-run) against the
 # Linux kernel's siw in one QEMU guest, with libiwarp's DEFAULT settings: no
 # XSOCK_* variable (inherited ones are unset), no rerun, no retry.  Issue 14.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Linux siw's FPDUs to a host peer (vector init-rev2-crc1 and -crc0 of
  * ../shared/siw-peer/vectors): two Sends and a Read Response, CRC on and
  * off.  Facts, shared by tests/test-iw-stream.c and the fuzz corpus. */
