@@ -476,7 +476,7 @@ void xsk_opts_apply(struct xsk *s)
 		if (!tcp_passes(s->opts[i].level, s->opts[i].name))
 			continue;
 		socklen_t l = sizeof(int);
-		sk_tcp(s, XSK_TCP_SETOPT, s->opts[i].level, s->opts[i].name, &s->opts[i].val, &l);
+		sk_tcp(s, XSOCK_TCP_SETOPT, s->opts[i].level, s->opts[i].name, &s->opts[i].val, &l);
 	}
 }
 
@@ -575,7 +575,7 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 		/* the MSS of the TCP connection under the stream */
 		int mss = 0;
 		l = sizeof(mss);
-		if (sk_tcp(s, XSK_TCP_GETOPT, level, name, &mss, &l) < 0 || mss <= 0) {
+		if (sk_tcp(s, XSOCK_TCP_GETOPT, level, name, &mss, &l) < 0 || mss <= 0) {
 			if (!opt_find(s, level, name, &mss) || mss <= 0)
 				mss = XSK_MSS_DEFAULT;
 		}
@@ -584,7 +584,7 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 	if (level == IPPROTO_TCP && name == TCP_INFO) {
 		struct tcp_info ti;
 		l = sizeof(ti);
-		if (sk_tcp(s, XSK_TCP_GETOPT, level, name, &ti, &l) < 0) {
+		if (sk_tcp(s, XSOCK_TCP_GETOPT, level, name, &ti, &l) < 0) {
 			/* no connection to report on: zeros, and the state */
 			memset(&ti, 0, sizeof(ti));
 			ti.tcpi_state = s->state == XSK_LISTENING ? TCP_LISTEN :
@@ -600,7 +600,7 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 	if (tcp_passes(level, name)) {
 		int v = 0;
 		l = sizeof(v);
-		if (sk_tcp(s, XSK_TCP_GETOPT, level, name, &v, &l) < 0)
+		if (sk_tcp(s, XSOCK_TCP_GETOPT, level, name, &v, &l) < 0)
 			return 1; /* recorded */
 		return put_int_opt(val, len, v) < 0 ? -EINVAL : 0;
 	}
@@ -639,7 +639,7 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= 8192)
 			s->rbuf_size = v > (64 << 20) ? (64u << 20) : ((uint32_t)v & ~1u);
 		if (!fresh && tcp_passes(level, name) && s->state == XSK_CONNECTED) {
-			int r = sk_tcp(s, XSK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
+			int r = sk_tcp(s, XSOCK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
 			if (r < 0 && r != -ENOTCONN)
 				rc = r; /* the TCP socket refused the value */
 		}

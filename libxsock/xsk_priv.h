@@ -22,6 +22,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "verbs/xs_priv_abi.h"
+
 #define XSK_EXPORT __attribute__((visibility("default")))
 
 /* ---- real calls (xsk_real.c) ------------------------------------------------ */
@@ -105,45 +107,45 @@ struct xsk_stack {
 	int (*query_qp)(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *);
 	int (*set_option)(struct rdma_cm_id *, int, int, void *, size_t);
 	/* exec hand-over (verbs/xs_priv_abi.h; NULL if absent) */
-	int (*export)(struct rdma_cm_id *, uint8_t *, int);
-	void (*export_undo)(struct rdma_cm_id *);
-	struct rdma_cm_id *(*adopt)(struct rdma_event_channel *, void *, int, const uint8_t *);
-	int (*adopt_start)(struct rdma_cm_id *);
-	struct ibv_mr *(*reg_mr_stag)(struct ibv_pd *, void *, size_t, uint64_t, int, uint32_t);
+	__typeof__(xsock_priv_export) *export;
+	__typeof__(xsock_priv_export_undo) *export_undo;
+	__typeof__(xsock_priv_adopt) *adopt;
+	__typeof__(xsock_priv_adopt_start) *adopt_start;
+	__typeof__(xsock_priv_reg_mr_stag) *reg_mr_stag;
 	/* the descriptors the stack keeps (verbs/xs_fdkeep.c; NULL if absent) */
-	int (*fd_keep)(int);
-	void (*fd_drop)(int);
-	int (*fd_next_kept)(int);
-	void (*exit_wait)(void); /* xsock_priv_exit_wait (NULL if absent) */
+	__typeof__(xsock_priv_fd_keep) *fd_keep;
+	__typeof__(xsock_priv_fd_drop) *fd_drop;
+	__typeof__(xsock_priv_fd_next_kept) *fd_next_kept;
+	__typeof__(xsock_priv_exit_wait) *exit_wait; /* (NULL if absent) */
 	/* libiwarp's private fork support (NULL if absent): claim the id's
 	 * connection or listener for this process (0, -EBUSY if another
 	 * process uses it); its standing without claiming (0 ours, 1 shared
 	 * and unclaimed, 2 another process's) */
-	int (*claim)(struct rdma_cm_id *);
-	int (*fork_mode)(struct rdma_cm_id *);
+	__typeof__(xsock_priv_claim) *claim;
+	__typeof__(xsock_priv_fork_mode) *fork_mode;
 	/* a listener accepts nothing here until claimed again (0, -EINVAL) */
-	int (*release)(struct rdma_cm_id *);
+	__typeof__(xsock_priv_release) *release;
 	/* an option on the id's TCP connection, or an abortive close (op:
-	 * XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT); 0 or -errno
+	 * XSOCK_TCP_GETOPT, XSOCK_TCP_SETOPT, XSOCK_TCP_ABORT); 0 or -errno
 	 * (NULL if absent) */
-	int (*tcp)(struct rdma_cm_id *, int op, int level, int name, void *val, socklen_t *len);
+	__typeof__(xsock_priv_tcp) *tcp;
 	/* the mixed listener (verbs/xs_priv_abi.h; NULL if absent) */
-	int (*listen_mixed)(struct rdma_cm_id *);
+	__typeof__(xsock_priv_listen_mixed) *listen_mixed;
 	/* libiwarp's receive fast path (NULL if absent): the TCP socket a
 	 * thread about to block may poll to receive on its own thread (on 1,
 	 * -1 for none), and the end of that wait (on 0) */
-	int (*rx_wait)(struct rdma_cm_id *, int on);
+	__typeof__(xsock_priv_rx_wait) *rx_wait;
 	/* ... and its queues without system calls (NULL if absent): events
 	 * queued on a CM / completion channel, take one completion event,
 	 * disarm (0) or arm (1, signalling at once if completions wait) */
-	int (*cm_pending)(struct rdma_event_channel *);
-	int (*comp_pending)(struct ibv_comp_channel *);
-	int (*comp_take)(struct ibv_comp_channel *);
-	int (*cq_arm)(struct ibv_cq *, int on);
-	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *, int rx); /* XSOCK_RX_* */
+	__typeof__(xsock_priv_cm_pending) *cm_pending;
+	__typeof__(xsock_priv_comp_pending) *comp_pending;
+	__typeof__(xsock_priv_comp_take) *comp_take;
+	__typeof__(xsock_priv_cq_arm) *cq_arm;
+	__typeof__(xsock_priv_poll_cq) *poll_cq; /* XSOCK_RX_* */
 	/* Sends and Writes from the caller's unregistered memory, on the
 	 * socket when it returns (xsock_priv_post_send_caller; NULL if absent) */
-	int (*post_send_caller)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+	__typeof__(xsock_priv_post_send_caller) *post_send_caller;
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 	/* The verbs and CM objects are the kernel's (no xsock_priv_fork_init:
 	 * rdma-core): after a fork, parent and child hold the same QP, CQ, MR
@@ -155,7 +157,6 @@ struct xsk_stack {
 	bool kernel;
 };
 
-enum { XSK_TCP_GETOPT, XSK_TCP_SETOPT, XSK_TCP_ABORT }; /* libiwarp's XS_TCP_* */
 
 /* Resolve libc's entry points once (idempotent, thread-safe). */
 void xsk_real_init(void);

@@ -1671,7 +1671,7 @@ void xsk_free(struct xsk *s)
 		xsk_free(c);
 	if (st && s->id && !xsk_fork_quiet(s) && s->linger_on && !s->linger_s &&
 	    s->state == XSK_CONNECTED && !s->peer_gone && st->tcp &&
-	    st->tcp(s->id, XSK_TCP_ABORT, 0, 0, NULL, NULL) == 0) {
+	    st->tcp(s->id, XSOCK_TCP_ABORT, 0, 0, NULL, NULL) == 0) {
 		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset */
 		s->disc_sent = true;
 	}

@@ -147,29 +147,30 @@ static void stack_init_once(void)
 		stack.kernel = true;
 		goto done;
 	}
-	/* fork support (libiwarp's private node): optional */
-	*(void **)&stack.claim = dlsym(h, "xsock_priv_claim");
-	*(void **)&stack.fd_keep = dlsym(h, "xsock_priv_fd_keep");
-	*(void **)&stack.fd_drop = dlsym(h, "xsock_priv_fd_drop");
-	*(void **)&stack.fd_next_kept = dlsym(h, "xsock_priv_fd_next_kept");
-	*(void **)&stack.exit_wait = dlsym(h, "xsock_priv_exit_wait");
-	*(void **)&stack.fork_mode = dlsym(h, "xsock_priv_fork_mode");
-	*(void **)&stack.release = dlsym(h, "xsock_priv_release");
-	*(void **)&stack.tcp = dlsym(h, "xsock_priv_tcp");
-	*(void **)&stack.listen_mixed = dlsym(h, "xsock_priv_listen_mixed");
-	*(void **)&stack.rx_wait = dlsym(h, "xsock_priv_rx_wait");
-	*(void **)&stack.cm_pending = dlsym(h, "xsock_priv_cm_pending");
-	*(void **)&stack.comp_pending = dlsym(h, "xsock_priv_comp_pending");
-	*(void **)&stack.comp_take = dlsym(h, "xsock_priv_comp_take");
-	*(void **)&stack.cq_arm = dlsym(h, "xsock_priv_cq_arm");
-	*(void **)&stack.poll_cq = dlsym(h, "xsock_priv_poll_cq");
-	*(void **)&stack.post_send_caller = dlsym(h, "xsock_priv_post_send_caller");
-	*(void **)&stack.export = dlsym(h, "xsock_priv_export");
-	*(void **)&stack.export_undo = dlsym(h, "xsock_priv_export_undo");
-	*(void **)&stack.adopt = dlsym(h, "xsock_priv_adopt");
-	*(void **)&stack.adopt_start = dlsym(h, "xsock_priv_adopt_start");
-	*(void **)&stack.reg_mr_stag = dlsym(h, "xsock_priv_reg_mr_stag");
-	void (*fork_init)(void);
+	/* libiwarp's private node (verbs/xs_priv_abi.h): each call optional */
+#define PRIV(name) (*(void **)&stack.name = dlsym(h, "xsock_priv_" #name))
+	PRIV(claim);
+	PRIV(fd_keep);
+	PRIV(fd_drop);
+	PRIV(fd_next_kept);
+	PRIV(exit_wait);
+	PRIV(fork_mode);
+	PRIV(release);
+	PRIV(tcp);
+	PRIV(listen_mixed);
+	PRIV(rx_wait);
+	PRIV(cm_pending);
+	PRIV(comp_pending);
+	PRIV(comp_take);
+	PRIV(cq_arm);
+	PRIV(poll_cq);
+	PRIV(post_send_caller);
+	PRIV(export);
+	PRIV(export_undo);
+	PRIV(adopt);
+	PRIV(adopt_start);
+	PRIV(reg_mr_stag);
+	__typeof__(xsock_priv_fork_init) *fork_init;
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)
 		fork_init(); /* the stack's fork handlers first */

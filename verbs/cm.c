@@ -2032,7 +2032,6 @@ void xs_cm_fork_child(void)
 }
 
 /* Private to libxsock: an event is queued on the channel (no system call). */
-XS_EXPORT int xsock_priv_cm_pending(struct rdma_event_channel *channel);
 XS_EXPORT int xsock_priv_cm_pending(struct rdma_event_channel *channel)
 {
 	struct cm_chan *c = chan_of(channel);

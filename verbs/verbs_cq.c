@@ -293,7 +293,6 @@ XS_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 /* ---- private to libxsock: its own CQ without the channel's round trips ---- */
 
 /* Events queued on the channel (no system call). */
-XS_EXPORT int xsock_priv_comp_pending(struct ibv_comp_channel *channel);
 XS_EXPORT int xsock_priv_comp_pending(struct ibv_comp_channel *channel)
 {
 	struct xs_channel *c = to_xs_channel(channel);
@@ -307,7 +306,6 @@ XS_EXPORT int xsock_priv_comp_pending(struct ibv_comp_channel *channel)
 
 /* Take one queued event as ibv_get_cq_event would, without its receive
  * pass or spin: 1 (its count read from the eventfd), 0 if none. */
-XS_EXPORT int xsock_priv_comp_take(struct ibv_comp_channel *channel);
 XS_EXPORT int xsock_priv_comp_take(struct ibv_comp_channel *channel)
 {
 	struct xs_channel *c = to_xs_channel(channel);
@@ -333,7 +331,6 @@ XS_EXPORT int xsock_priv_comp_take(struct ibv_comp_channel *channel)
  * if completions are already queued, signal the event at once (the
  * thread that disarmed may have left some: nobody must sleep on them).
  * Returns 1 if it signalled. */
-XS_EXPORT int xsock_priv_cq_arm(struct ibv_cq *cq, int on);
 XS_EXPORT int xsock_priv_cq_arm(struct ibv_cq *cq, int on)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;

@@ -1776,8 +1776,6 @@ int xs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
  * on the socket when xs_post_send returns; a Read or an Atomic would
  * write into the caller's memory later. */
 XS_EXPORT int xsock_priv_post_send_caller(struct ibv_qp *qp, struct ibv_send_wr *wr,
-					  struct ibv_send_wr **bad);
-XS_EXPORT int xsock_priv_post_send_caller(struct ibv_qp *qp, struct ibv_send_wr *wr,
 					  struct ibv_send_wr **bad)
 {
 	int rc;

@@ -2995,7 +2995,6 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
  * waiter that stays between waits, an epoll set's socket): 1 when it
  * should stop waiting on the TCP socket, whose input the application
  * thread cannot take (the conditions of on = 1, or a stalled stream). */
-XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
 XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 {
 	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
@@ -3045,11 +3044,11 @@ int xs_conn_tcp(struct xs_conn *c, int op, int level, int name, void *val, sockl
 	if (c->fd < 0)
 		return -ENOTCONN;
 	switch (op) {
-	case XS_TCP_GETOPT:
+	case XSOCK_TCP_GETOPT:
 		return getsockopt(c->fd, level, name, val, len) < 0 ? -errno : 0;
-	case XS_TCP_SETOPT:
+	case XSOCK_TCP_SETOPT:
 		return setsockopt(c->fd, level, name, val, *len) < 0 ? -errno : 0;
-	case XS_TCP_ABORT:
+	case XSOCK_TCP_ABORT:
 		/* connect(AF_UNSPEC) disconnects a TCP socket with an RST */
 		return connect(c->fd, &sa, sizeof(sa)) < 0 ? -errno : 0;
 	default:

@@ -41,20 +41,17 @@ int xs_fd_close(int fd)
 }
 
 /* libxsock's own descriptors (xs_priv_abi.h) */
-XS_EXPORT int xsock_priv_fd_keep(int fd);
 XS_EXPORT int xsock_priv_fd_keep(int fd)
 {
 	return xs_fd_keep(fd);
 }
 
-XS_EXPORT void xsock_priv_fd_drop(int fd);
 XS_EXPORT void xsock_priv_fd_drop(int fd)
 {
 	xs_fd_drop(fd);
 }
 
 /* the lowest kept descriptor >= fd, or -1 */
-XS_EXPORT int xsock_priv_fd_next_kept(int fd);
 XS_EXPORT int xsock_priv_fd_next_kept(int fd)
 {
 	if (fd < 0)

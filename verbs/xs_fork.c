@@ -106,7 +106,6 @@ static void fork_register(void)
  * its own, whatever order the libraries were initialised in: its prepare
  * handler must run first (prepare handlers run in reverse order), since
  * its service thread may need the engine to finish a round. */
-XS_EXPORT void xsock_priv_fork_init(void);
 XS_EXPORT void xsock_priv_fork_init(void)
 {
 	pthread_once(&fork_once, fork_register);
@@ -121,7 +120,6 @@ __attribute__((constructor)) static void xs_fork_init(void)
 
 /* Use the id's connection (or listener) in this process from now on:
  * 0, or -EBUSY if another process claimed the connection first. */
-XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id);
 XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id)
 {
 	struct xs_listener *l;
@@ -141,7 +139,6 @@ XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id)
 /* A listener accepts nothing in this process until it claims it again
  * (libxsock, after a fork in the parent): 0, or -EINVAL if id is not a
  * listener. */
-XS_EXPORT int xsock_priv_release(struct rdma_cm_id *id);
 XS_EXPORT int xsock_priv_release(struct rdma_cm_id *id)
 {
 	struct xs_listener *l = id ? xs_cm_listener(id) : NULL;
@@ -154,7 +151,6 @@ XS_EXPORT int xsock_priv_release(struct rdma_cm_id *id)
 
 /* The id's connection's enum xs_fork_mode, without claiming it (0 when it
  * has none). */
-XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id);
 XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id)
 {
 	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
@@ -164,8 +160,6 @@ XS_EXPORT int xsock_priv_fork_mode(struct rdma_cm_id *id)
 
 /* Socket options on the id's TCP connection (xs_conn_tcp): 0 or -errno;
  * -ENOTCONN without one. */
-XS_EXPORT int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
-			     socklen_t *len);
 XS_EXPORT int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
 			     socklen_t *len)
 {

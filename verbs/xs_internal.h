@@ -26,6 +26,7 @@
 
 #include "iwarp/iw_stream.h"
 #include "mpa/mpa.h"
+#include "verbs/xs_priv_abi.h"
 
 struct rdma_cm_id;
 struct rdma_event_channel;
@@ -291,9 +292,9 @@ const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c);
 int xs_conn_addrs(const struct xs_conn *c, struct sockaddr_storage *local,
 		  struct sockaddr_storage *peer);
 /* The connection's TCP socket, for libxsock's socket options: get or set
- * an option on it (XS_TCP_GETOPT/XS_TCP_SETOPT), or abort it with an RST
- * (XS_TCP_ABORT, the SO_LINGER {1, 0} close).  0 or -errno. */
-enum { XS_TCP_GETOPT, XS_TCP_SETOPT, XS_TCP_ABORT };
+ * an option on it (XSOCK_TCP_GETOPT/XSOCK_TCP_SETOPT), or abort it with an RST
+ * (XSOCK_TCP_ABORT, the SO_LINGER {1, 0} close; xs_priv_abi.h).  0 or
+ * -errno. */
 int xs_conn_tcp(struct xs_conn *c, int op, int level, int name, void *val, socklen_t *len);
 
 /* The CM's view of the connection's end: called once on the engine thread

@@ -6,6 +6,7 @@
 #define XS_PRIV_ABI_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -73,6 +74,45 @@ int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
  * XSOCK_LINGER_MS, until closed connections have lingered and delayed FINs
  * went out.  For libxsock's _exit, which skips destructors.  Any thread. */
 void xsock_priv_exit_wait(void);
+
+/* Descriptors the stack keeps for itself (xs_fdkeep.c): closefrom and
+ * close_range in libxsock pass over them.  keep returns fd (or -errno);
+ * next_kept the lowest kept descriptor >= fd, or -1. */
+int xsock_priv_fd_keep(int fd);
+void xsock_priv_fd_drop(int fd);
+int xsock_priv_fd_next_kept(int fd);
+
+/* Fork support (xs_fork.c).  fork_init: install libiwarp's atfork
+ * handlers (idempotent).  claim: the id's connection or listener is this
+ * process's from now on (0, -EBUSY if another process uses it).
+ * release: a listener accepts nothing here until claimed again (0,
+ * -EINVAL).  fork_mode: the id's standing without claiming (0 ours, 1
+ * shared and unclaimed, 2 another process's). */
+void xsock_priv_fork_init(void);
+int xsock_priv_claim(struct rdma_cm_id *id);
+int xsock_priv_release(struct rdma_cm_id *id);
+int xsock_priv_fork_mode(struct rdma_cm_id *id);
+
+/* An option on the id's TCP connection, or an abortive close (RST):
+ * op is one of these.  0 or -errno. */
+enum { XSOCK_TCP_GETOPT, XSOCK_TCP_SETOPT, XSOCK_TCP_ABORT };
+int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
+		   socklen_t *len);
+
+/* The receive fast path (xs_engine.c): on 1, the TCP socket a thread
+ * about to block may poll to receive on its own thread (-1 for none); on
+ * 0, the end of that wait; on 2, whether an epoll watch should stop
+ * (1: stalled, ended, or not this process's). */
+int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
+
+/* Queues without system calls: CM events queued on a channel
+ * (cm.c), completion events queued on a completion channel, take one
+ * (verbs_cq.c), disarm (0) or arm (1, signalling at once if completions
+ * wait) a CQ's notification. */
+int xsock_priv_cm_pending(struct rdma_event_channel *channel);
+int xsock_priv_comp_pending(struct ibv_comp_channel *channel);
+int xsock_priv_comp_take(struct ibv_comp_channel *channel);
+int xsock_priv_cq_arm(struct ibv_cq *cq, int on);
 
 /* A descriptor only the stack uses (a channel's eventfd, a connection's
  * TCP socket) moved out of the low numbers the application's own files
