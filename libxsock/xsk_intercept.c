@@ -636,8 +636,8 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 	if (rc == 1) {
 		rc = 0;
 		opt_record(s, level, name, v);
-		if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= 8192)
-			s->rbuf_size = v > (64 << 20) ? (64u << 20) : ((uint32_t)v & ~1u);
+		if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= (int)XSK_RBUF_MIN)
+			s->rbuf_size = (unsigned)v > XSK_RBUF_MAX ? XSK_RBUF_MAX : ((uint32_t)v & ~1u);
 		if (!fresh && tcp_passes(level, name) && s->state == XSK_CONNECTED) {
 			int r = sk_tcp(s, XSOCK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
 			if (r < 0 && r != -ENOTCONN)

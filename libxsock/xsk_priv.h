@@ -24,6 +24,11 @@
 
 #include "verbs/xs_priv_abi.h"
 
+/* A socket's receive ring: the bounds of XSOCK_RBUF and of an SO_RCVBUF
+ * set before connecting (xsk_proto.c, xsk_intercept.c). */
+#define XSK_RBUF_MIN (8u * 1024)
+#define XSK_RBUF_MAX (64u * 1024 * 1024)
+
 #define XSK_EXPORT __attribute__((visibility("default")))
 
 /* ---- real calls (xsk_real.c) ------------------------------------------------ */
