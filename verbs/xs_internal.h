@@ -9,8 +9,9 @@
  * owns every socket's receive side and the handshakes (an application
  * thread polling a CQ may also receive, see xs_conn_poll).  Sends are framed and
  * written on the caller's thread (the fast path) under the connection's tx
- * lock; bytes the socket does not take at once are queued and flushed by the
- * engine.  Upcalls (xs_conn_ops, accept/connect callbacks) run on the engine
+ * lock; when the socket does not take them at once that thread waits for
+ * room (conn_write_raw, bounded by XSOCK_TX_TIMEOUT_MS).  Only Read and
+ * Atomic Responses are queued and flushed by the engine.  Upcalls (xs_conn_ops, accept/connect callbacks) run on the engine
  * thread.  While a libxsock thread blocks on a connection to receive on it
  * itself (xsock_priv_rx_wait), the engine parks that connection: its poll
  * fired, it does not receive, and it looks again about 1 ms later. */
