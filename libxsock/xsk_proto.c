@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -109,13 +110,48 @@ static bool host_is_be(void)
 
 /* ---- objects ------------------------------------------------------------------ */
 
+/* The environment this file reads, once per process: the receive ring's
+ * size (XSOCK_IWARP_RBUF) and how long a close lingers for unsent data
+ * (XSOCK_LINGER_MS, as libiwarp reads it: 0..60000, default 1000).  An
+ * invalid value keeps the default (libiwarp reports XSOCK_LINGER_MS). */
+static struct {
+	uint32_t rbuf;
+	int linger_ms;
+} proto_env;
+static pthread_once_t proto_env_once = PTHREAD_ONCE_INIT;
+
+static void proto_env_load(void)
+{
+	const char *v = getenv("XSOCK_IWARP_RBUF");
+	char *end;
+
+	proto_env.rbuf = XSK_RBUF_DEFAULT;
+	if (v && *v) {
+		unsigned long n = strtoul(v, &end, 0);
+
+		if (!*end && n >= XSK_RBUF_MIN && n <= XSK_RBUF_MAX)
+			proto_env.rbuf = (uint32_t)n & ~1u;
+		else
+			fprintf(stderr, "libxsock: XSOCK_IWARP_RBUF=%s ignored (%u..%u), %u used\n", v,
+				XSK_RBUF_MIN, XSK_RBUF_MAX, XSK_RBUF_DEFAULT);
+	}
+	proto_env.linger_ms = 1000;
+	v = getenv("XSOCK_LINGER_MS");
+	if (v && *v) {
+		long n = strtol(v, &end, 10);
+
+		if (!*end && n >= 0 && n <= 60000)
+			proto_env.linger_ms = (int)n;
+	}
+}
+
 struct xsk *xsk_new(int family)
 {
 	struct xsk *s = calloc(1, sizeof(*s));
-	const char *env = getenv("XSOCK_IWARP_RBUF");
 
 	if (!s)
 		return NULL;
+	pthread_once(&proto_env_once, proto_env_load);
 	pthread_mutex_init(&s->mu, NULL);
 	s->family = family;
 	s->owner_pid = getpid();
@@ -124,12 +160,7 @@ struct xsk *xsk_new(int family)
 	s->ready_fd = -1;
 	s->wake_fd = -1;
 	s->rxw_fd = -1;
-	s->rbuf_size = XSK_RBUF_DEFAULT;
-	if (env && *env) {
-		unsigned long v = strtoul(env, NULL, 0);
-		if (v >= XSK_RBUF_MIN && v <= XSK_RBUF_MAX)
-			s->rbuf_size = (uint32_t)v & ~1u;
-	}
+	s->rbuf_size = proto_env.rbuf;
 	s->sbuf_size = XSK_SBUF;
 	s->rq_size = XSK_RQ;
 	s->rcvlowat = 1;
@@ -1576,16 +1607,8 @@ static int64_t now_ms(void)
 
 static int close_linger_ms(void)
 {
-	static int ms = -1;
-	const char *e;
-
-	if (ms < 0) {
-		e = getenv("XSOCK_LINGER_MS");
-		ms = e && *e ? atoi(e) : 1000;
-		if (ms < 0)
-			ms = 0;
-	}
-	return ms;
+	pthread_once(&proto_env_once, proto_env_load);
+	return proto_env.linger_ms;
 }
 
 static bool sends_done(const struct xsk *s)
