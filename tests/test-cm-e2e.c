@@ -30,21 +30,8 @@ static uint16_t lport;
 
 static void make_qp(struct side *s, struct rdma_cm_id *id)
 {
-	struct ibv_qp_init_attr a;
-
 	s->id = id;
-	REQUIRE(id->verbs);
-	s->cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
-	REQUIRE(s->cq);
-	memset(&a, 0, sizeof(a));
-	a.send_cq = s->cq;
-	a.recv_cq = s->cq;
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = 8;
-	a.cap.max_recv_wr = 8;
-	a.cap.max_send_sge = 1;
-	a.cap.max_recv_sge = 1;
-	REQUIRE(rdma_create_qp(id, NULL, &a) == 0); /* NULL pd: the CM's */
+	s->cq = cm_rc_qp(id, 16, 8);
 	REQUIRE(id->qp && id->pd);
 	CHECK(id->send_cq == s->cq && id->recv_cq == s->cq);
 	s->mr = ibv_reg_mr(id->pd, s->buf, sizeof(s->buf), IBV_ACCESS_LOCAL_WRITE);

@@ -34,20 +34,7 @@ struct client {
 
 static void make_qp(struct client *c)
 {
-	struct ibv_qp_init_attr a;
-
-	REQUIRE(c->id->verbs);
-	c->cq = ibv_create_cq(c->id->verbs, 4, NULL, NULL, 0);
-	REQUIRE(c->cq);
-	memset(&a, 0, sizeof(a));
-	a.send_cq = c->cq;
-	a.recv_cq = c->cq;
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = 2;
-	a.cap.max_recv_wr = 2;
-	a.cap.max_send_sge = 1;
-	a.cap.max_recv_sge = 1;
-	REQUIRE(rdma_create_qp(c->id, NULL, &a) == 0); /* NULL pd: the CM's */
+	c->cq = cm_rc_qp(c->id, 4, 2);
 }
 
 /* The next event on ch of the given type (for any id). */

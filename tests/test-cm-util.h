@@ -111,6 +111,28 @@ static inline struct rdma_cm_id *cm_resolved_id(struct rdma_event_channel **ch, 
 	return id;
 }
 
+/* A CQ of cqe entries and an RC QP on id that uses it for both queues:
+ * wr send and wr receive WRs of one SGE each, on the CM's PD. */
+static inline struct ibv_cq *cm_rc_qp(struct rdma_cm_id *id, int cqe, uint32_t wr)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_cq *cq;
+
+	REQUIRE(id->verbs);
+	cq = ibv_create_cq(id->verbs, cqe, NULL, NULL, 0);
+	REQUIRE(cq);
+	memset(&a, 0, sizeof(a));
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = wr;
+	a.cap.max_recv_wr = wr;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	REQUIRE(rdma_create_qp(id, NULL, &a) == 0); /* NULL pd: the CM's */
+	return cq;
+}
+
 /* CLOCK_MONOTONIC in milliseconds (the raw-peer tests time the wire). */
 static inline double cm_now_ms(void)
 {

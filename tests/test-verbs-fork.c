@@ -27,15 +27,8 @@ struct side {
 
 static void make_qp(struct side *s, struct rdma_cm_id *id)
 {
-	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
-				      .cap = { .max_send_wr = 8, .max_recv_wr = 8,
-					       .max_send_sge = 1, .max_recv_sge = 1 } };
-
 	s->id = id;
-	s->cq = ibv_create_cq(id->verbs, 32, NULL, NULL, 0);
-	REQUIRE(s->cq);
-	a.send_cq = a.recv_cq = s->cq;
-	REQUIRE(rdma_create_qp(id, NULL, &a) == 0);
+	s->cq = cm_rc_qp(id, 32, 8);
 	s->mr = ibv_reg_mr(id->pd, s->buf, sizeof(s->buf), IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(s->mr);
 }

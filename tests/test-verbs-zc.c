@@ -55,20 +55,8 @@ static int rings_open(void)
 
 static void make_qp(struct side *s, struct rdma_cm_id *id)
 {
-	struct ibv_qp_init_attr a;
-
 	s->id = id;
-	s->cq = ibv_create_cq(id->verbs, 64, NULL, NULL, 0);
-	REQUIRE(s->cq);
-	memset(&a, 0, sizeof(a));
-	a.send_cq = s->cq;
-	a.recv_cq = s->cq;
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = 16;
-	a.cap.max_recv_wr = 16;
-	a.cap.max_send_sge = 1;
-	a.cap.max_recv_sge = 1;
-	REQUIRE(rdma_create_qp(id, NULL, &a) == 0);
+	s->cq = cm_rc_qp(id, 64, 16);
 	s->buf = malloc(BUF_LEN);
 	REQUIRE(s->buf);
 	memset(s->buf, 0, BUF_LEN);

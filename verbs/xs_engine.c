@@ -2995,6 +2995,15 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
  * waiter that stays between waits, an epoll set's socket): 1 when it
  * should stop waiting on the TCP socket, whose input the application
  * thread cannot take (the conditions of on = 1, or a stalled stream). */
+/* Whether an application thread may wait on the connection's TCP socket
+ * to receive on it: established, alive, this process's, its end not seen. */
+static bool rx_waitable(struct xs_conn *c)
+{
+	return c->state == CONN_ESTABLISHED && !c->dead && !c->owner_gone &&
+	       !atomic_load(&c->rx_app_eof) &&
+	       atomic_load_explicit(&c->fork_mode, memory_order_acquire) == XS_FORK_MINE;
+}
+
 XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 {
 	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
@@ -3002,9 +3011,7 @@ XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 	if (!c)
 		return -1;
 	if (on == 2)
-		return c->state != CONN_ESTABLISHED || c->dead || c->owner_gone ||
-		       atomic_load(&c->rx_app_eof) || atomic_load(&c->rx_stalled) ||
-		       atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE;
+		return !rx_waitable(c) || atomic_load(&c->rx_stalled);
 	if (!on) {
 		/* the waiter may have seen the socket readable: its next
 		 * receive looks (xs_conn_poll) */
@@ -3012,9 +3019,7 @@ XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
 		atomic_fetch_sub_explicit(&c->app_waiters, 1, memory_order_release);
 		return 0;
 	}
-	if (c->state != CONN_ESTABLISHED || c->dead || c->owner_gone ||
-	    atomic_load(&c->rx_app_eof) ||
-	    atomic_load_explicit(&c->fork_mode, memory_order_acquire) != XS_FORK_MINE)
+	if (!rx_waitable(c))
 		return -1;
 	atomic_fetch_add_explicit(&c->app_waiters, 1, memory_order_acq_rel);
 	return c->fd;
