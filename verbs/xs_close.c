@@ -36,7 +36,8 @@ static unsigned fin_delay(const struct xs_conn *c)
 
 void xs_close_late_arm(void)
 {
-	xs_eng_timeout_arm(&xs_eng.late_armed, &xs_eng.late_ts, XS_LATE_TICK_MS * 1000u * 1000u, TAG_LATE);
+	xs_eng_timeout_arm(&xs_eng.late_armed, &xs_eng.late_ts, XS_LATE_TICK_MS * 1000u * 1000u,
+			   TAG_LATE);
 }
 
 static void late_add(struct xs_conn *c)

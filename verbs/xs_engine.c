@@ -32,7 +32,8 @@
 #include "verbs/xs_priv_abi.h"
 
 struct xs_engine xs_eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER,
-			    .reg_mu = PTHREAD_MUTEX_INITIALIZER, .pause_cv = PTHREAD_COND_INITIALIZER,
+			    .reg_mu = PTHREAD_MUTEX_INITIALIZER,
+			    .pause_cv = PTHREAD_COND_INITIALIZER,
 			    .late_cv = PTHREAD_COND_INITIALIZER };
 
 __thread bool xs_eng_on_thread;

@@ -20,10 +20,12 @@
  * Threads: "engine thread" below means the one thread of engine_main
  * (xs_eng_on_thread); it alone touches the ring, the engine's lists (hs,
  * parked, late, rnr, redial, kick) and the per-connection fields its
- * comments call "engine thread".  Locks, outermost first: xs_eng.reg_mu,
- * xs_eng.mu (command queues, refcounts, late_count); per connection rx_mu
- * (receive state), then tx_mu (transmit ownership, never held across a
- * write).  No call below may be made holding xs_eng.mu. */
+ * comments call "engine thread".  Locks: xs_eng.reg_mu (the fork registry)
+ * before xs_eng.mu; a connection's rx_mu (receive state) before its tx_mu
+ * (transmit ownership, never held across a write); xs_eng.mu (command
+ * queues, references, late_count) innermost, as xs_eng_command and the
+ * references take it under rx_mu (xs_engine_fork_prepare holds it and
+ * only trylocks rx_mu).  No call below may be made holding xs_eng.mu. */
 #ifndef XS_ENGINE_PRIV_H
 #define XS_ENGINE_PRIV_H
 

@@ -486,7 +486,8 @@ void xs_hs_scan(void)
 			       xs_config()->mpa_timeout_ms);
 			if (c->initiator) {
 				/* refused until now (xs_connect_redial_track): say so */
-				xs_hs_connect_done(c, c->redial_wait_ms ? -ECONNREFUSED : -ETIMEDOUT, NULL);
+				xs_hs_connect_done(c, c->redial_wait_ms ? -ECONNREFUSED : -ETIMEDOUT,
+						   NULL);
 			} else if (c->cls_pending) {
 				c->cls_pending = false; /* XSOCK_CLASSIFY_MS beyond the MPA timeout */
 				conn_plain(c);
