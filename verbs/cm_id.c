@@ -30,8 +30,7 @@ void cm_put(struct cm_id *c)
 	}
 }
 
-struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context,
-			      enum rdma_port_space ps)
+struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context, enum rdma_port_space ps)
 {
 	struct cm_id *c = calloc(1, sizeof(*c));
 
