@@ -40,7 +40,7 @@
 #include "verbs/cm_priv.h"
 #include "verbs/xs_priv_abi.h"
 
-/* ---- connections ---------------------------------------------------------- */
+/* ---- parameters, the connection's end ------------------------------------- */
 
 static uint8_t u8cap(uint16_t v)
 {
@@ -146,6 +146,8 @@ static void cm_established_locked(struct cm_id *c, const struct mpa_agreed *ag,
 		cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED, 0);
 	}
 }
+
+/* ---- rdma_connect --------------------------------------------------------- */
 
 /* The engine's verdict on rdma_connect (engine thread, exactly once). */
 static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const struct mpa_frame *reply)
@@ -288,6 +290,8 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	return 0;
 }
 
+/* ---- rdma_listen and the listener's upcalls ------------------------------- */
+
 /* A connection request arrived on a listener (engine thread). */
 static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame *req)
 {
@@ -426,6 +430,8 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
+
+/* ---- rdma_accept ---------------------------------------------------------- */
 
 XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
