@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* Private to the connection manager: librdmacm's rdma_* calls (rdma-core 44
+ * ABI) over the engine's TCP + MPA handshakes (xs_internal.h).  The
+ * structures behind the handles we give out and the calls between its files:
+ *   cm_channel.c   event channels, the events on them, their delivery
+ *   cm_id.c        ids, their addresses (bind, resolve), options, devices
+ *   cm_qp.c        the QP and SRQ on an id
+ *   cm_conn.c      connect, listen, accept, reject, disconnect; engine upcalls
+ *   cm_endpoint.c  rdma_getaddrinfo and the synchronous endpoint calls
+ *   cm_proc.c      the id side of exec hand-over and fork (xs_internal.h)
+ * cm_rsocket.c (the r* calls) uses none of this.
+ *
+ * Objects: a channel (struct cm_chan) is a FIFO of events plus an eventfd
+ * that is readable exactly while the FIFO is non-empty; an id (struct cm_id)
+ * wraps the application's struct rdma_cm_id.  Engine upcalls (accept,
+ * connect, closed) run on the engine thread; they take the id's lock, check
+ * that the id still lives, and queue events under the channel's lock (order:
+ * id lock, then channel lock).  No lock is held while calling into the
+ * engine: its calls may wait for the engine thread, which may be waiting for
+ * our lock in an upcall.  The CM creates no thread.
+ *
+ * Not supported: RDMA_PS_UDP/IB/IPOIB (EOPNOTSUPP), multicast, XRC, ECE. */
+#ifndef CM_PRIV_H
+#define CM_PRIV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "verbs/xs_internal.h"
+
+#define CM_PDATA_MAX 255 /* rdma_conn_param.private_data_len is a uint8_t */
+
+/* ---- objects ------------------------------------------------------------- */
+
+struct cm_event {
+	struct rdma_cm_event ev; /* first: the application holds &ev */
+	struct cm_event *next;
+	uint64_t held_ms; /* a DISCONNECTED held back since (see disc_held) */
+	uint8_t pdata[CM_PDATA_MAX];
+};
+
+struct cm_chan {
+	struct rdma_event_channel ch; /* first: the application holds &ch */
+	pthread_mutex_t lock;
+	struct cm_event *head, *tail;
+	bool destroyed;
+	struct cm_chan *grave_next;
+	struct cm_chan *live_next, *live_prev; /* chan_live: for fork */
+};
+
+enum cm_state {
+	CM_IDLE,
+	CM_BOUND,
+	CM_ADDR, /* address resolved */
+	CM_ROUTE, /* route resolved */
+	CM_LISTEN,
+	CM_CONNECTING, /* rdma_connect issued, waiting for the engine */
+	CM_REQ, /* passive child: request received, not yet accepted/rejected */
+	CM_ACCEPTING, /* rdma_accept in progress */
+	CM_CONNECTED,
+	CM_DISCONNECTED,
+	CM_FAILED,
+};
+
+struct cm_id {
+	struct rdma_cm_id id; /* first: the application holds &id */
+	pthread_mutex_t lock;
+	int refs; /* atomic: the application's, an outstanding connect, the closed cb */
+	struct cm_chan *chan;
+	bool sync; /* chan is private (created with a NULL channel) */
+	enum cm_state state;
+	bool destroyed;
+	bool disc_queued; /* the one DISCONNECTED went out */
+	bool closed_early; /* the connection ended before ESTABLISHED was queued */
+	bool closed_ref; /* a reference is held for the closed callback */
+	struct xs_listener *listener;
+	/* The connection.  The CM owns it (conn_owned) until xs_qp_bind_conn
+	 * succeeds; from then on the QP holds the reference (ibv_destroy_qp
+	 * disconnects and puts it) and conn is only borrowed for
+	 * rdma_disconnect while the QP exists. */
+	struct xs_conn *conn;
+	bool conn_owned;
+	/* passive child: the initiator's numbers from the MPA Request */
+	uint16_t req_ird, req_ord;
+	bool req_enhanced;
+	/* rdma_connect's private data, alive until the connect callback */
+	uint8_t pdata[XS_MAX_PD_PRIV];
+	/* CQs rdma_create_qp made because the caller gave none */
+	struct ibv_comp_channel *own_sch, *own_rch;
+	struct ibv_cq *own_scq, *own_rcq;
+	/* rdma_create_ep on a passive id: rdma_get_request gives children a QP */
+	bool ep_qp;
+	struct ibv_pd *ep_pd;
+	struct ibv_qp_init_attr ep_attr;
+	/* libxsock's mixed listener (xsock_priv_listen_mixed): plain TCP
+	 * clients come as XSOCK_CM_EVENT_PLAIN events */
+	bool mixed;
+	int afonly; /* RDMA_OPTION_ID_AFONLY: -1 unset */
+	/* rdma_bind_addr to port 0 takes a port at once, as the kernel's CM
+	 * does (qperf sends it to its client before rdma_listen): a bound
+	 * TCP socket holds it until listen or connect binds it again (-1) */
+	int port_fd;
+};
+
+static inline struct cm_chan *cm_chan_of(struct rdma_event_channel *ch)
+{
+	return (struct cm_chan *)ch;
+}
+
+static inline struct cm_id *cm_of(struct rdma_cm_id *id)
+{
+	return (struct cm_id *)id;
+}
+
+/* The rdma_* calls' failure: -1 with errno e. */
+static inline int cm_err(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* ---- channels and events (cm_channel.c) ---------------------------------- */
+
+/* A new channel on a blocking eventfd of the stack's (any thread; takes
+ * chan_live_lock).  NULL on failure. */
+struct cm_chan *cm_chan_new(void);
+/* Destroy c (NULL is fine): its queued events are freed, its fd closed, and
+ * its memory kept for the process's life (a thread may still be in
+ * cm_chan_pop).  Any thread; takes chan_live_lock, c->lock, then
+ * chan_graveyard_lock, one after the other. */
+void cm_chan_free(struct cm_chan *c);
+/* Queue e at the tail (takes c->lock: a leaf, inside the id lock). */
+void cm_chan_push(struct cm_chan *c, struct cm_event *e);
+/* The next event, waiting for one outside c->lock (application thread, no
+ * lock held).  With honour_nonblock, an O_NONBLOCK fd gives NULL with errno
+ * EAGAIN; NULL with errno if the poll fails.  Never returns on a destroyed
+ * channel (as a read already blocked on librdmacm's fd). */
+struct cm_event *cm_chan_pop(struct cm_chan *c, bool honour_nonblock);
+/* Unlink the events that name id (as id or listen_id) and append them to
+ * *out in order (takes c->lock). */
+void cm_chan_take(struct cm_chan *c, const struct rdma_cm_id *id, struct cm_event **out);
+
+/* An event for c, or NULL (logged) without memory.  Any thread, no lock. */
+struct cm_event *cm_ev_new(struct cm_id *c, enum rdma_cm_event_type type, int status);
+/* Copy private data into e (at most CM_PDATA_MAX octets). */
+void cm_ev_pdata(struct cm_event *e, const uint8_t *p, size_t len);
+/* Free e (NULL is fine); a plain event still owning its socket closes it. */
+void cm_ev_free(struct cm_event *e);
+/* Queue e (NULL: nothing) on c's channel.  c->lock held, c not destroyed. */
+void cm_queue(struct cm_id *c, struct cm_event *e);
+void cm_queue_simple(struct cm_id *c, enum rdma_cm_event_type type, int status);
+/* Sync mode (c->sync): wait for the next event on c's private channel, keep
+ * it in id->event and return 0 if it is want with status 0, else -1 with
+ * errno.  Application thread, no lock held. */
+int cm_sync_wait(struct cm_id *c, enum rdma_cm_event_type want);
+
+/* ---- ids and addresses (cm_id.c) ------------------------------------------ */
+
+/* A new id with one reference, on chan (NULL: a private channel, sync
+ * mode).  NULL without memory.  Any thread, no lock. */
+struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context, enum rdma_port_space ps);
+/* References (atomic, any thread, any lock): the last cm_put frees c. */
+void cm_get(struct cm_id *c);
+void cm_put(struct cm_id *c);
+/* The id's device (the default context) and port.  c->lock held; 0 or
+ * -ENODEV. */
+int cm_set_verbs(struct cm_id *c);
+/* Close the socket that holds a bound port 0's number: listen or connect
+ * binds it itself now.  c->lock held. */
+void cm_port_release(struct cm_id *c);
+
+/* AF_INET/AF_INET6 sockaddr helpers (no lock).  cm_sa_len: 0 for another
+ * family or NULL; cm_sa_copy: 0 or -EAFNOSUPPORT; cm_sa_is_any: the
+ * wildcard address (true for another family). */
+socklen_t cm_sa_len(const struct sockaddr *sa);
+int cm_sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src);
+bool cm_sa_is_any(const struct sockaddr *sa);
+
+/* ---- connections (cm_conn.c) ---------------------------------------------- */
+
+/* Take a reference for conn's closed callback and install it (DISCONNECTED
+ * from then on).  No lock held (takes c->lock, then calls the engine
+ * without it); nothing if c is destroyed. */
+void cm_arm_closed(struct cm_id *c, struct xs_conn *conn);
+
+#endif
