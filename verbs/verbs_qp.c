@@ -192,8 +192,8 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		xs_cq_del_conn(ibqp->send_cq, c);
 		xs_cq_del_conn(ibqp->recv_cq, c);
 		/* the QP owns the reference bind took over; after put no upcall runs */
-		xs_conn_disconnect(c);
-		xs_conn_put(c);
+		q->tp->disconnect(c);
+		q->tp->put(c);
 	}
 	__atomic_store_n(&q->conn_dead, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&q->conn, NULL, __ATOMIC_RELEASE);
@@ -367,10 +367,20 @@ void xs_qp_read_limits(struct ibv_qp *ibqp, uint16_t *ird, uint16_t *ord)
 
 int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agreed *agreed)
 {
+	struct xs_tp_params p;
+
+	xs_tp_iwarp_params(agreed, &p);
+	return xs_qp_attach(ibqp, &xs_tp_iwarp, c, &p);
+}
+
+int xs_qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct xs_conn *c,
+		 const struct xs_tp_params *p)
+{
 	struct xs_qp *q = to_xs_qp(ibqp);
 	enum ibv_qp_state st = qp_state(q);
 	/* no negotiation (MPA rev 1) may say 0: allow one Read each way */
-	unsigned ird = agreed->ird ? agreed->ird : 1, ord = agreed->ord ? agreed->ord : 1;
+	unsigned ird = p->ird ? p->ird : 1, ord = p->ord ? p->ord : 1;
+	struct xs_tp_queues queues;
 	int rc;
 
 	if (ird > XS_MAX_IRD)
@@ -381,8 +391,8 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 		return -EINVAL;
 	if (qp_conn(q) || q->rx_extra)
 		return -EBUSY;
-	q->ext = agreed->rdmap_ext;
-	q->ird_buf_len = xs_ird_buf_len(agreed);
+	q->ext = p->ext;
+	q->ird_buf_len = p->req_buf_len;
 	q->ird_bufs = malloc((size_t)ird * q->ird_buf_len);
 	if (!q->ird_bufs)
 		return -ENOMEM;
@@ -415,11 +425,19 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 	pthread_mutex_lock(&q->rd_lock);
 	q->ord = ord;
 	pthread_mutex_unlock(&q->rd_lock);
-	/* posters that see conn from now on take the conn rx lock */
+	/* posters that see conn from now on take the conn rx lock (and
+	 * reach the transport through tp, published with conn) */
+	q->tp = tp;
 	pthread_mutex_lock(&q->rx_lock);
 	__atomic_store_n(&q->conn, c, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&q->rx_lock);
-	rc = xs_conn_attach(c, &xs_qp_conn_ops, q, &q->rq, &q->rrq, &q->tq, q->ext ? &q->arq : NULL);
+	queues = (struct xs_tp_queues){
+		.recv = &q->rq,
+		.read_req = &q->rrq,
+		.term = &q->tq,
+		.atomic_resp = q->ext ? &q->arq : NULL,
+	};
+	rc = tp->attach(c, &xs_qp_conn_ops, q, &queues);
 	if (rc < 0) {
 		pthread_mutex_lock(&q->rx_lock);
 		__atomic_store_n(&q->conn, NULL, __ATOMIC_RELEASE);
@@ -436,8 +454,8 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 		return rc;
 	}
 	/* polling the CQs receives on the connection (the fast path) */
-	xs_cq_add_conn(q->qp.recv_cq, c);
-	xs_cq_add_conn(q->qp.send_cq, c);
+	xs_cq_add_conn(q->qp.recv_cq, tp, c);
+	xs_cq_add_conn(q->qp.send_cq, tp, c);
 	pthread_mutex_lock(&q->lock);
 	q->attr.max_rd_atomic = (uint8_t)ord;
 	q->attr.max_dest_rd_atomic = (uint8_t)ird;

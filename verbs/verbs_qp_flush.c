@@ -105,7 +105,7 @@ void qp_enter_error(struct xs_qp *q, bool engine, const struct rdmap_term *t)
 	/* a Send waiting for a receive (RNR) waits no more: none will come */
 	c = qp_conn(q);
 	if (c)
-		xs_conn_rx_kick(c, true);
+		q->tp->rx_kick(c, true);
 	if (q->qp.srq) {
 		/* the kernel's signal that the QP takes no more SRQ WRs (its
 		 * refill refuses in ERR): the consumer may destroy it */
@@ -159,10 +159,10 @@ void qp_terminate(struct xs_qp *q, const struct rdmap_term *t)
 {
 	struct xs_conn *c = qp_conn(q);
 
-	if (c && xs_conn_terminate(c, t) < 0)
+	if (c && q->tp->terminate(c, t) < 0)
 		xs_log("QP %u: Terminate not sent\n", q->qp.qp_num);
 	if (c)
-		xs_conn_disconnect(c);
+		q->tp->disconnect(c);
 	qp_enter_error(q, true, NULL);
 	qp_fatal(q);
 }

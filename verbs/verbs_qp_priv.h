@@ -6,9 +6,9 @@
  *
  * RC queue pairs over an iWARP stream.
  *
- * Send side: post_send frames each WR on the caller's thread (xs_conn_*
- * return once the octets are in the socket), so Sends and Writes are done
- * at once; RDMA Reads complete when the last Read Response segment is
+ * Send side: post_send frames each WR on the caller's thread (the calls
+ * of the connection's transport, q->tp in xs_transport.h, return once the
+ * octets are in the socket), so Sends and Writes are done at once; RDMA Reads complete when the last Read Response segment is
  * placed, in order, with at most ORD outstanding (a Read beyond ORD waits
  * in post_send until one completes).  Completions keep WR order, as verbs
  * promises for a send queue (libfabric's verbs provider relies on it): a
@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "verbs/verbs_priv.h"
+#include "verbs/xs_transport.h"
 
 #define XS_TERM_BUF 128
 #define XS_TERM_BUFS 2
@@ -85,6 +86,9 @@ struct xs_qp {
 	pthread_mutex_t lock;
 	struct ibv_qp_attr attr; /* reported by query_qp */
 	uint16_t ird_pref, ord_pref; /* max_dest_rd_atomic / max_rd_atomic */
+	/* the connection's transport: set by bind before conn (the release
+	 * store of conn publishes it), never changed after */
+	const struct xs_transport_ops *tp;
 	struct xs_conn *conn; /* set by bind (atomic) */
 	bool conn_dead; /* failed upcall seen: the engine places nothing more */
 	bool fatal_sent; /* IBV_EVENT_QP_FATAL went out (atomic) */

@@ -22,7 +22,7 @@ struct xs_conn *qp_rx_lock(struct xs_qp *q)
 		if (c && __atomic_load_n(&q->conn_dead, __ATOMIC_ACQUIRE))
 			c = NULL;
 		if (c)
-			xs_conn_rx_lock(c);
+			q->tp->rx_lock(c);
 		pthread_mutex_lock(&q->rx_lock);
 		if (c || !q->conn || q->conn_dead)
 			return c;
@@ -35,7 +35,7 @@ void qp_rx_unlock(struct xs_qp *q, struct xs_conn *c)
 {
 	pthread_mutex_unlock(&q->rx_lock);
 	if (c)
-		xs_conn_rx_unlock(c);
+		q->tp->rx_unlock(c);
 }
 
 void rwr_put(struct xs_qp *q, struct xs_rwr *r)
@@ -235,7 +235,7 @@ static void deliver_atomic_req(struct xs_qp *q, const struct ddp_delivery *d)
 	if (rc == 0) {
 		uint64_t old = atomic_carry_out(&ar, dst);
 
-		rc = xs_conn_atomic_resp(c, ar.req_id, old);
+		rc = q->tp->atomic_resp(c, ar.req_id, old);
 		if (rc < 0) /* beyond IRD: no buffer for it, as for a Read */
 			xs_err_set(&err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_NO_BUFFER);
 	}
@@ -312,7 +312,7 @@ static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 		rc = xs_mr_resolve(q->qp.pd, rr.src_stag, rr.src_to, rr.size, XS_ACCESS_REMOTE_READ,
 				   &src, &err);
 	if (rc == 0) {
-		rc = xs_conn_read_resp(c, rr.sink_stag, rr.sink_to, src, rr.size);
+		rc = q->tp->read_resp(c, rr.sink_stag, rr.sink_to, src, rr.size);
 		if (rc < 0) /* beyond IRD: no Read Request buffer for it (as siw) */
 			xs_err_set(&err, XS_LAYER_DDP, DDP_ETYPE_UNTAGGED, DDP_ECODE_U_NO_BUFFER);
 	}
@@ -492,6 +492,15 @@ int xs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	}
 	qp_rx_unlock(q, c);
 	if (c && posted)
-		xs_conn_rx_kick(c, false); /* a Send may be waiting for it (RNR) */
+		q->tp->rx_kick(c, false); /* a Send may be waiting for it (RNR) */
 	return rc;
+}
+
+void xs_qp_rx_kick(struct ibv_qp *ibqp)
+{
+	struct xs_qp *q = to_xs_qp(ibqp);
+	struct xs_conn *c = qp_conn(q);
+
+	if (c)
+		q->tp->rx_kick(c, false);
 }

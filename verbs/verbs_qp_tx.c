@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iwarp/rdmap_ext.h"
 #include "verbs/verbs_qp_priv.h"
 
 /* ---- post_send -------------------------------------------------------------- */
@@ -27,10 +26,10 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 {
 	const struct ibv_sge sv = wr->num_sge ? sge_get(wr->sg_list, 0) : (struct ibv_sge){ 0 };
 	const struct ibv_sge *s = wr->num_sge ? &sv : NULL;
-	struct rdmap_read_req rr = {
+	struct xs_tp_read rr = {
 		.sink_stag = s ? s->lkey : 0,
 		.sink_to = s ? s->addr : 0,
-		.size = s ? s->length : 0,
+		.len = s ? s->length : 0,
 		.src_stag = wr->wr.rdma.rkey,
 		.src_to = wr->wr.rdma.remote_addr,
 	};
@@ -62,7 +61,7 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 		.wr_id = wr->wr_id,
 		.sink_stag = rr.sink_stag,
 		.sink_to = rr.sink_to,
-		.len = rr.size,
+		.len = rr.len,
 		.op = IBV_WC_RDMA_READ,
 		.read = true,
 		.signaled = signaled,
@@ -70,7 +69,7 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 	q->sq_count++;
 	q->rd_count++;
 	pthread_mutex_unlock(&q->rd_lock);
-	if (xs_conn_read_req(c, &rr) < 0)
+	if (q->tp->read_req(c, &rr) < 0)
 		qp_enter_error(q, false, NULL); /* flushes this Read too */
 	return 0;
 }
@@ -82,9 +81,12 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_wr *wr,
 		       enum ibv_wc_opcode wop, bool signaled)
 {
-	struct rdmap_atomic_req ar = {
+	struct xs_tp_atomic ar = {
+		.cmp_swap = wop == IBV_WC_COMP_SWAP,
 		.stag = wr->wr.atomic.rkey,
 		.to = wr->wr.atomic.remote_addr,
+		.compare_add = wr->wr.atomic.compare_add,
+		.swap = wr->wr.atomic.swap,
 	};
 	struct ibv_sge s;
 	struct xs_sqe *e;
@@ -94,19 +96,8 @@ static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send
 	if (wr->num_sge != 1)
 		return EINVAL;
 	s = sge_get(wr->sg_list, 0);
-	if (s.length != RDMAP_ATOMIC_SIZE || ar.to % RDMAP_ATOMIC_SIZE)
+	if (s.length != XS_TP_ATOMIC_SIZE || ar.to % XS_TP_ATOMIC_SIZE)
 		return EINVAL;
-	if (wop == IBV_WC_COMP_SWAP) {
-		/* masks all ones: the whole word compares and takes swap */
-		ar.op = RDMAP_ATOMIC_CMP_SWAP;
-		ar.compare = wr->wr.atomic.compare_add;
-		ar.compare_mask = UINT64_MAX;
-		ar.add_swap = wr->wr.atomic.swap;
-		ar.add_swap_mask = UINT64_MAX;
-	} else {
-		ar.op = RDMAP_ATOMIC_FETCH_ADD; /* Add Mask 0: a plain 64-bit add */
-		ar.add_swap = wr->wr.atomic.compare_add;
-	}
 	res = xs_mr_local(q->qp.pd, s.lkey, s.addr, s.length, true);
 	if (!res)
 		return send_local_error(q, wr, wop, IBV_WC_LOC_PROT_ERR);
@@ -129,7 +120,7 @@ static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send
 	e = sq_at(q, q->sq_count);
 	*e = (struct xs_sqe){
 		.wr_id = wr->wr_id,
-		.len = RDMAP_ATOMIC_SIZE,
+		.len = XS_TP_ATOMIC_SIZE,
 		.op = wop,
 		.read = true,
 		.atomic = true,
@@ -140,26 +131,13 @@ static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send
 	q->sq_count++;
 	q->rd_count++;
 	pthread_mutex_unlock(&q->rd_lock);
-	if (xs_conn_atomic_req(c, &ar) < 0)
+	if (q->tp->atomic_req(c, &ar) < 0)
 		qp_enter_error(q, false, NULL); /* flushes this Atomic too */
 	return 0;
 }
 
-/* The Immediate Data message of a WR with imm (8 octets: xsock's layout
- * in iwarp/rdmap_ext_wire.h). */
-static int send_imm(struct xs_conn *c, const struct ibv_send_wr *wr, bool attached, bool se)
-{
-	uint8_t body[RDMAP_IMM_LEN] = { 0 };
-	struct iovec iov = { body, sizeof(body) };
-
-	memcpy(body, &wr->imm_data, sizeof(wr->imm_data)); /* already network order */
-	if (attached)
-		body[RDMAP_IMM_XS_FLAGS] = RDMAP_IMM_XS_ATTACHED;
-	return xs_conn_send(c, se ? RDMAP_OP_IMM_DATA_SE : RDMAP_OP_IMM_DATA, 0, &iov, 1);
-}
-
-/* A chain of Sends and Writes posted corked (xs_conn_cork): their FPDUs
- * leave in one sendmsg, and their completions wait for it. */
+/* A chain of Sends and Writes posted corked (the transport's cork): their
+ * FPDUs leave in one sendmsg, and their completions wait for it. */
 #define XS_CORK_WRS 16
 
 struct xs_cork {
@@ -195,7 +173,7 @@ static void cork_settle(struct xs_qp *q, struct xs_cork *k)
 
 	if (!k || !k->c)
 		return;
-	rc = xs_conn_cork_flush(k->c);
+	rc = q->tp->cork_flush(k->c);
 	for (unsigned i = 0; i < k->n; i++)
 		sq_settle(q, &k->wc[i].slot, k->wc[i].wr_id, k->wc[i].op,
 			  rc < 0 ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS, rc < 0 ? 0 : k->wc[i].len);
@@ -212,6 +190,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	struct iovec iov[XS_MAX_SGE];
 	uint8_t inl[XS_MAX_INLINE];
 	enum ibv_wc_opcode wop;
+	unsigned flags;
 	uint64_t total = 0;
 	struct xs_conn *c;
 	int n = 0, rc;
@@ -314,32 +293,23 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 			return ENOMEM;
 	}
 
+	flags = se ? XS_TP_SE : 0;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
-		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);
+		rc = q->tp->send(c, flags, 0, 0, iov, n);
 		break;
 	case IBV_WR_SEND_WITH_INV:
-		rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE_INV : RDMAP_OP_SEND_INV,
-				  wr->invalidate_rkey, iov, n);
+		rc = q->tp->send(c, flags | XS_TP_INV, wr->invalidate_rkey, 0, iov, n);
 		break;
 	case IBV_WR_SEND_WITH_IMM:
-		/* the Immediate Data right before its Send (sq_lock held: no
-		 * other message of ours on QN 0 comes between) */
-		rc = send_imm(c, wr, true, false);
-		if (rc == 0)
-			rc = xs_conn_send(c, se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND, 0, iov, n);
+		rc = q->tp->send(c, flags | XS_TP_IMM, 0, wr->imm_data, iov, n);
 		break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		/* the Write, then the Immediate Data that completes a receive
-		 * (it arrives after every octet of the Write: TCP order) */
-		rc = xs_conn_tagged(c, RDMAP_OP_WRITE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
-				    iov, n);
-		if (rc == 0)
-			rc = send_imm(c, wr, false, se);
+		rc = q->tp->write(c, flags | XS_TP_IMM, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+				  wr->imm_data, iov, n);
 		break;
 	default:
-		rc = xs_conn_tagged(c, RDMAP_OP_WRITE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
-				    iov, n);
+		rc = q->tp->write(c, flags, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 0, iov, n);
 		break;
 	}
 	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
@@ -373,7 +343,7 @@ int xs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	pthread_mutex_lock(&q->sq_lock);
 	if (chain_corkable(wr) && qp_state(q) == IBV_QPS_RTS) {
 		k.c = qp_conn(q);
-		if (k.c && xs_conn_cork(k.c) < 0)
+		if (k.c && q->tp->cork(k.c) < 0)
 			k.c = NULL; /* the WRs find the connection gone one by one */
 	}
 	for (; wr; wr = wr->next) {
@@ -385,7 +355,7 @@ int xs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	}
 	if (k.c) {
 		cork_settle(q, &k);
-		xs_conn_uncork(k.c);
+		q->tp->uncork(k.c);
 	}
 	pthread_mutex_unlock(&q->sq_lock);
 	return rc;
