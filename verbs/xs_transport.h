@@ -19,10 +19,17 @@
  * (xs_internal.h says which).
  *
  * The up-calls, transport -> QP, are struct xs_conn_ops (xs_internal.h).
- * They still carry iWARP types (enum rdmap_opcode, struct ddp_delivery,
- * struct ddp_hdr), as do terminate (struct rdmap_term) and the CM side
- * (struct mpa_prefs, struct mpa_frame, struct mpa_agreed): see
- * docs/architecture.md for what a RoCE transport still needs there. */
+ * Not neutral yet (a RoCE transport needs these changed first):
+ *  - the up-calls carry RDMAP/DDP types (enum rdmap_opcode, struct
+ *    ddp_delivery, struct ddp_hdr, the Terminate triple in struct xs_err),
+ *    and the QP decodes Read/Atomic Requests and the peer's Terminate
+ *    itself (verbs_qp_rx.c, verbs_qp_flush.c);
+ *  - terminate takes a struct rdmap_term (RoCE: a NAK code);
+ *  - the CM side takes struct mpa_prefs / mpa_frame / mpa_agreed and TCP
+ *    listeners (xs_plain_fn: mixed listeners);
+ *  - nothing carries the QP's path attributes (dest QPN, GID, PSNs, path
+ *    MTU, timeouts: kept for query_qp only), which a RoCE QP connected
+ *    without the CM needs at RTR/RTS. */
 #ifndef XS_TRANSPORT_H
 #define XS_TRANSPORT_H
 
