@@ -26,7 +26,7 @@
  * Locks, in the order they nest:
  *   sq_lock   serializes post_send, held across transmit (never taken by
  *             the engine thread, which must not block on a full socket)
- *   conn rx   the engine's lock around placement (xs_conn_rx_lock)
+ *   conn rx   the transport's lock around placement (tp->rx_lock)
  *   rx_lock   the QP's receive queue and receive records
  *   SRQ lock  the shared receive queue (verbs_srq.c)
  *   rd_lock   the send FIFO (never held across transmit)
