@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A fake engine for the verbs object tests: the xs_conn_* calls of
- * verbs/xs_internal.h record what the QP asked for, and helpers drive the
- * QP's upcalls as the engine would (placing through the real DDP code). */
+ * verbs/xs_internal.h record what the QP asked for through the iWARP
+ * transport (verbs/xs_tp_iwarp.c, compiled in with the verbs objects),
+ * and helpers drive the QP's upcalls as the engine would (placing through
+ * the real DDP code). */
 #include "config.h"
 
 #include <errno.h>
@@ -219,4 +221,57 @@ int stub_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t
 void stub_fail(struct xs_conn *c, bool local, const struct xs_err *err)
 {
 	c->ops->failed(c->qp, local, err);
+}
+
+/* ---- the CM side of the iWARP transport (xs_tp_iwarp.c): no connection
+ * is ever made through the stub ------------------------------------------------ */
+
+const struct mpa_agreed *xs_conn_agreed(const struct xs_conn *c)
+{
+	static const struct mpa_agreed none = { .rev = 2, .ird = 1, .ord = 1 };
+
+	(void)c;
+	return &none;
+}
+
+struct xs_listener *xs_listen(const struct sockaddr *addr, socklen_t len, int backlog,
+			      int v6only, xs_accept_fn cb, xs_plain_fn plain, void *ctx)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int xs_listener_addr(const struct xs_listener *l, struct sockaddr_storage *addr)
+{
+	return -EOPNOTSUPP;
+}
+
+void xs_listener_close(struct xs_listener *l)
+{
+}
+
+int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
+	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx)
+{
+	return -EOPNOTSUPP;
+}
+
+int xs_conn_accept(struct xs_conn *c, const struct mpa_prefs *prefs)
+{
+	return -EOPNOTSUPP;
+}
+
+int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len)
+{
+	return -EOPNOTSUPP;
+}
+
+int xs_conn_addrs(const struct xs_conn *c, struct sockaddr_storage *local,
+		  struct sockaddr_storage *peer)
+{
+	return -EOPNOTSUPP;
+}
+
+void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx)
+{
 }

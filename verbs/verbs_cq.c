@@ -13,8 +13,8 @@
  *
  * Fast path (measured with xsock-bench, see xsock-bench(1)): polling an
  * empty CQ receives on the connections of its QPs on the caller's thread
- * (xs_conn_poll), and ibv_get_cq_event does the same for a short while
- * before it sleeps, so a completion that arrives soon costs no wake-up of
+ * (the transport's poll: xs_conn_poll), and ibv_get_cq_event does the
+ * same for a short while before it sleeps, so a completion that arrives soon costs no wake-up of
  * the engine thread followed by one of the application thread. */
 #include "config.h"
 
@@ -177,10 +177,10 @@ static void channel_signal(struct xs_channel *c, struct xs_cq *cq)
 }
 
 /* Receive on the connections of x's QPs on this thread (x->lock not held;
- * maybe: xs_conn_poll's).  Returns the octets consumed. */
+ * maybe: as for the transport's poll).  Returns the octets consumed. */
 static size_t cq_poll_conns(struct xs_cq *x, bool maybe)
 {
-	struct xs_conn *c[XS_CQ_POLL_CONNS];
+	struct xs_cq_conn c[XS_CQ_POLL_CONNS];
 	unsigned n;
 	size_t got = 0;
 
@@ -188,16 +188,16 @@ static size_t cq_poll_conns(struct xs_cq *x, bool maybe)
 	n = x->nconns;
 	for (unsigned i = 0; i < n; i++) {
 		c[i] = x->conns[i];
-		xs_conn_hold(c[i]);
+		c[i].tp->hold(c[i].c);
 	}
 	pthread_mutex_unlock(&x->lock);
 	bool busy = false;
 	for (unsigned i = 0; i < n; i++) {
-		ssize_t r = xs_conn_poll(c[i], 1u << 20, maybe);
+		ssize_t r = c[i].tp->poll(c[i].c, 1u << 20, maybe);
 		if (r > 0)
 			got += (size_t)r;
 		busy |= r == -EBUSY;
-		xs_conn_release(c[i]);
+		c[i].tp->release(c[i].c);
 	}
 	/* the engine is receiving: let it run (it may share our CPU) */
 	if (busy && !got)
@@ -499,17 +499,17 @@ XS_EXPORT int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, in
 	return poll_cq(cq, n, wc, rx);
 }
 
-void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn)
+void xs_cq_add_conn(struct ibv_cq *cq, const struct xs_transport_ops *tp, struct xs_conn *conn)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
 
 	pthread_mutex_lock(&x->lock);
 	for (unsigned i = 0; i < x->nconns; i++)
-		if (x->conns[i] == conn)
+		if (x->conns[i].c == conn)
 			goto out;
 	if (x->nconns < XS_CQ_POLL_CONNS) {
-		xs_conn_hold(conn);
-		x->conns[x->nconns++] = conn;
+		tp->hold(conn);
+		x->conns[x->nconns++] = (struct xs_cq_conn){ .tp = tp, .c = conn };
 	}
 out:
 	pthread_mutex_unlock(&x->lock);
@@ -518,18 +518,18 @@ out:
 void xs_cq_del_conn(struct ibv_cq *cq, struct xs_conn *conn)
 {
 	struct xs_cq *x = (struct xs_cq *)cq;
-	bool found = false;
+	const struct xs_transport_ops *tp = NULL;
 
 	pthread_mutex_lock(&x->lock);
 	for (unsigned i = 0; i < x->nconns; i++)
-		if (x->conns[i] == conn) {
+		if (x->conns[i].c == conn) {
+			tp = x->conns[i].tp;
 			x->conns[i] = x->conns[--x->nconns];
-			found = true;
 			break;
 		}
 	pthread_mutex_unlock(&x->lock);
-	if (found)
-		xs_conn_release(conn);
+	if (tp)
+		tp->release(conn);
 }
 
 int xs_req_notify_cq(struct ibv_cq *cq, int solicited_only)

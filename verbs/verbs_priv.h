@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "verbs/xs_internal.h"
+#include "verbs/xs_transport.h"
 
 /* ---- device / context (verbs_device.c) ---------------------------------- */
 
@@ -99,9 +100,13 @@ struct xs_cq {
 	 * found again by its sequence number across polls and resizes */
 	uint64_t pushed, popped;
 	int qp_refs; /* QPs using it (atomic) */
-	/* connections of the QPs that complete here (a hold each, under lock):
-	 * polling an empty CQ receives on them on the caller's thread */
-	struct xs_conn *conns[XS_CQ_POLL_CONNS];
+	/* connections of the QPs that complete here, with their transports
+	 * (a hold each, under lock): polling an empty CQ receives on them on
+	 * the caller's thread */
+	struct xs_cq_conn {
+		const struct xs_transport_ops *tp;
+		struct xs_conn *c;
+	} conns[XS_CQ_POLL_CONNS];
 	unsigned nconns;
 	int spinners; /* ibv_get_cq_event spins using it (atomic) */
 };
@@ -129,9 +134,10 @@ void xs_cq_clean_qp(struct ibv_cq *cq, uint32_t qp_num);
 int xs_cq_reserve(struct ibv_cq *cq, unsigned n, uint64_t *seq);
 void xs_cq_fill(struct ibv_cq *cq, uint64_t seq, const struct ibv_wc *wc);
 
-/* A QP bound to conn completes on cq: add/remove conn to the connections
- * an empty poll receives on (the first XS_CQ_POLL_CONNS; a hold each). */
-void xs_cq_add_conn(struct ibv_cq *cq, struct xs_conn *conn);
+/* A QP bound to conn (of transport tp) completes on cq: add/remove conn
+ * to the connections an empty poll receives on (the first
+ * XS_CQ_POLL_CONNS; a hold each). */
+void xs_cq_add_conn(struct ibv_cq *cq, const struct xs_transport_ops *tp, struct xs_conn *conn);
 void xs_cq_del_conn(struct ibv_cq *cq, struct xs_conn *conn);
 
 /* ---- receive WRs (verbs_qp.c, verbs_srq.c) --------------------------------- */
@@ -163,7 +169,7 @@ int xs_rwr_fill(struct xs_rwr *r, struct ibv_pd *pd, const struct ibv_recv_wr *w
 
 /* Locks: the SRQ lock nests inside a QP's rx_lock (conn rx -> rx_lock ->
  * SRQ lock) and outside the async event lock; the engine's connection
- * commands (xs_conn_rx_kick) may be taken under it. */
+ * commands (rx_kick, xs_qp_rx_kick) may be taken under it. */
 
 /* QP creation/destruction (application thread): a QP receives from srq.
  * attach: 0 or ENOMEM.  detach before the QP's
@@ -178,6 +184,9 @@ struct xs_rwr *xs_srq_take(struct ibv_srq *srq);
 /* A taken WR is done with (completed or flushed): back to the free pool.
  * Any thread; the QP's rx_lock may be held. */
 void xs_srq_put(struct ibv_srq *srq, struct xs_rwr *r);
+/* A receive was posted for qp (verbs_qp_rx.c): a Send of its connection
+ * waiting for one (RNR) goes on.  Any thread, any lock. */
+void xs_qp_rx_kick(struct ibv_qp *qp);
 /* context ops */
 int xs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_srq *xs_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);

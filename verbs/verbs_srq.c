@@ -282,12 +282,8 @@ int xs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
 		posted = true;
 	}
 	/* a Send on any of its QPs may be waiting for one (RNR) */
-	for (unsigned i = 0; posted && i < s->nqps; i++) {
-		struct xs_conn *c = xs_qp_conn(s->qps[i]);
-
-		if (c)
-			xs_conn_rx_kick(c, false);
-	}
+	for (unsigned i = 0; posted && i < s->nqps; i++)
+		xs_qp_rx_kick(s->qps[i]);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
