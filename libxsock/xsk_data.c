@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The data calls on an IWARP socket: the read/write, recv/send,
+ * recvfrom/sendto, recvmsg/sendmsg families, shutdown, their
+ * _FORTIFY_SOURCE variants, and the relay threads' one-shot I/O.  A
+ * blocking call waits as the kernel's would (SO_RCVLOWAT, MSG_WAITALL,
+ * SO_RCVTIMEO/SO_SNDTIMEO, signals, SIGPIPE). */
+#include "config.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include "libxsock/xsk_intercept.h"
+
+#define XSK_IOV_STACK 16
+
+static size_t iov_total(const struct iovec *iov, int cnt)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < cnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* iov minus its first skip bytes, into out (cap entries). */
+static int iov_skip(const struct iovec *iov, int cnt, size_t skip, struct iovec *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < cnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		out[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
+		out[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+/* A blocking receive returns once it has min(SO_RCVLOWAT, len) bytes (all
+ * of them with MSG_WAITALL), at end of stream or error, or (with what it
+ * has, or EAGAIN/EINTR) after SO_RCVTIMEO or a signal. */
+static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	bool peek = (flags & MSG_PEEK) != 0;
+	size_t want = iov_total(iov, cnt), got = 0, target;
+	struct iovec stackv[XSK_IOV_STACK], *v = stackv;
+	struct xsk_sigsnap snap;
+	int64_t deadline;
+	ssize_t r;
+
+	if (cnt < 0 || cnt > 1024)
+		return xsk_fail(EINVAL);
+	if (flags & MSG_OOB)
+		return xsk_fail(EOPNOTSUPP); /* no urgent data on an IWARP socket */
+	xsk_sig_snap(&snap);
+	pthread_mutex_lock(&s->mu);
+	if (!xsk_relay_self)
+		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
+	deadline = xsk_timeo_deadline(s->rcvtimeo_us);
+	target = (flags & MSG_WAITALL) && !peek ? want :
+		 (size_t)s->rcvlowat < want ? (size_t)s->rcvlowat : want;
+	pthread_mutex_unlock(&s->mu);
+	if (cnt > XSK_IOV_STACK) {
+		v = malloc((size_t)cnt * sizeof(*v));
+		if (!v)
+			return xsk_fail(ENOMEM);
+	}
+	for (;;) {
+		int n = iov_skip(iov, cnt, got, v);
+		pthread_mutex_lock(&s->mu);
+		xsk_progress_io(s, flags, true);
+		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
+		if (peek && !nb && s->state == XSK_CONNECTED && s->rbytes < target && !s->err &&
+		    !s->peer_shut_wr && !s->shut_rd)
+			r = -EAGAIN; /* MSG_PEEK under SO_RCVLOWAT: wait for the mark */
+		else
+			r = want ? xsk_recv_locked(s, v, n, flags) : 0;
+		if (!want && s->state != XSK_CONNECTED)
+			r = -ENOTCONN;
+		xsk_set_ready_after_io(s, r == -EAGAIN);
+		pthread_mutex_unlock(&s->mu);
+		if (r > 0) {
+			got += (size_t)r;
+			if (peek || got >= target)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (r != -EAGAIN || nb) {
+			if (!got) {
+				errno = (int)-r;
+				got = (size_t)-1;
+			}
+			break;
+		}
+		int w = xsk_wait_step(s, deadline, false, got > 0, &snap);
+		if (w) {
+			if (!got) {
+				errno = -w; /* EAGAIN after SO_RCVTIMEO, EINTR */
+				got = (size_t)-1;
+			}
+			break;
+		}
+	}
+	if (v != stackv)
+		free(v);
+	return (ssize_t)got;
+}
+
+/* A blocking send returns when all is sent, or (with the count sent, or
+ * EAGAIN/EINTR) after SO_SNDTIMEO or a signal. */
+static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	size_t total = iov_total(iov, cnt), done = 0;
+	struct xsk_sigsnap snap;
+	int64_t deadline;
+	ssize_t r;
+
+	if (cnt < 0 || cnt > 1024)
+		return xsk_fail(EINVAL);
+	if (flags & MSG_OOB)
+		return xsk_fail(EOPNOTSUPP);
+	xsk_sig_snap(&snap);
+	pthread_mutex_lock(&s->mu);
+	deadline = xsk_timeo_deadline(s->sndtimeo_us);
+	pthread_mutex_unlock(&s->mu);
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		bool skipped = xsk_progress_io(s, flags, false);
+		r = xsk_send_locked(s, iov, cnt, flags, &done);
+		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
+		bool connecting = s->state == XSK_CONNECTING;
+		if (skipped && (r == -EAGAIN || (r >= 0 && done < total))) {
+			s->rx_hint = true; /* the credits may wait in the TCP socket */
+			pthread_mutex_unlock(&s->mu);
+			continue;
+		}
+		xsk_set_ready_after_io(s, false);
+		pthread_mutex_unlock(&s->mu);
+		if (r < 0) {
+			if (done)
+				return (ssize_t)done;
+			if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
+				raise(SIGPIPE);
+			return xsk_fail((int)-r);
+		}
+		if (done >= total)
+			return (ssize_t)done;
+		if (nb) {
+			if (done)
+				return (ssize_t)done;
+			return xsk_fail(connecting ? EAGAIN : EAGAIN);
+		}
+		int w = xsk_wait_step(s, deadline, true, done > 0, &snap);
+		if (w)
+			return done ? (ssize_t)done : xsk_fail(-w);
+	}
+}
+
+/* write()'s send for sendfile (xsk_sendfile.c). */
+ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
+{
+	return sk_send(s, iov, cnt, flags);
+}
+
+#define RECV_WRAP(s_, iov_, cnt_, flags_)              \
+	do {                                           \
+		ssize_t r_ = sk_recv(s_, iov_, cnt_, flags_); \
+		xsk_fd_put(s_);                            \
+		return r_;                             \
+	} while (0)
+
+#define SEND_WRAP(s_, iov_, cnt_, flags_)              \
+	do {                                           \
+		ssize_t r_ = sk_send(s_, iov_, cnt_, flags_); \
+		xsk_fd_put(s_);                            \
+		return r_;                             \
+	} while (0)
+
+ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
+{
+	struct iovec v = { buf, n };
+
+	if (dir < 0) {
+		int r;
+		pthread_mutex_lock(&s->mu);
+		r = xsk_shutdown_locked(s, SHUT_WR);
+		xsk_set_ready(s);
+		pthread_mutex_unlock(&s->mu);
+		return r < 0 ? xsk_fail(-r) : 0;
+	}
+	return dir ? sk_send(s, &v, 1, MSG_DONTWAIT | MSG_NOSIGNAL) :
+		     sk_recv(s, &v, 1, MSG_DONTWAIT);
+}
+
+/* A FRESH socket is still the kernel's: pass through. */
+struct xsk *xsk_data_sock(int fd, bool rd)
+{
+	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+
+	if (s && s->relay && xsk_relay_take(fd, s, true, rd))
+		return NULL;
+	if (s && s->state == XSK_FRESH) {
+		xsk_fd_put(s);
+		return NULL;
+	}
+	return s;
+}
+
+XSK_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(read)(fd, buf, n);
+	struct iovec v = { buf, n };
+	RECV_WRAP(s, &v, 1, 0);
+}
+
+XSK_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(write)(fd, buf, n);
+	struct iovec v = { (void *)(uintptr_t)buf, n };
+	SEND_WRAP(s, &v, 1, 0);
+}
+
+XSK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(readv)(fd, iov, cnt);
+	RECV_WRAP(s, iov, cnt, 0);
+}
+
+XSK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(writev)(fd, iov, cnt);
+	SEND_WRAP(s, iov, cnt, 0);
+}
+
+XSK_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(recv)(fd, buf, n, flags);
+	struct iovec v = { buf, n };
+	RECV_WRAP(s, &v, 1, flags);
+}
+
+XSK_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(send)(fd, buf, n, flags);
+	struct iovec v = { (void *)(uintptr_t)buf, n };
+	SEND_WRAP(s, &v, 1, flags);
+}
+
+XSK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			    socklen_t *alen)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(recvfrom)(fd, buf, n, flags, addr, alen);
+	struct iovec v = { buf, n };
+	ssize_t r = sk_recv(s, &v, 1, flags);
+	if (r >= 0 && addr && alen) {
+		pthread_mutex_lock(&s->mu);
+		xsk_addr_copy(&s->peer, addr, alen);
+		pthread_mutex_unlock(&s->mu);
+	}
+	xsk_fd_put(s);
+	return r;
+}
+
+XSK_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			  const struct sockaddr *addr, socklen_t alen)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(sendto)(fd, buf, n, flags, addr, alen);
+	/* a connected stream socket ignores the address, as TCP does */
+	struct iovec v = { (void *)(uintptr_t)buf, n };
+	SEND_WRAP(s, &v, 1, flags);
+}
+
+XSK_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(recvmsg)(fd, msg, flags);
+	ssize_t r = sk_recv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	if (r >= 0) {
+		if (msg->msg_name && msg->msg_namelen) {
+			pthread_mutex_lock(&s->mu);
+			xsk_addr_copy(&s->peer, msg->msg_name, &msg->msg_namelen);
+			pthread_mutex_unlock(&s->mu);
+		}
+		msg->msg_controllen = 0;
+		msg->msg_flags = 0;
+	}
+	xsk_fd_put(s);
+	return r;
+}
+
+XSK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+
+	if (!s)
+		return REAL(sendmsg)(fd, msg, flags);
+	SEND_WRAP(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+XSK_EXPORT int shutdown(int fd, int how)
+{
+	struct xsk *s = xsk_data_sock_fn(fd);
+	int rc;
+
+	if (!s)
+		return REAL(shutdown)(fd, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		xsk_fd_put(s);
+		return (int)xsk_fail(EINVAL);
+	}
+	pthread_mutex_lock(&s->mu);
+	xsk_progress(s);
+	rc = xsk_shutdown_locked(s, how);
+	pthread_mutex_unlock(&s->mu);
+	xsk_fd_put(s);
+	return rc ? (int)xsk_fail(-rc) : 0;
+}
+
+
+/* ---- _FORTIFY_SOURCE variants -------------------------------------------------------- */
+
+XSK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+XSK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		abort();
+	return read(fd, buf, n);
+}
+
+XSK_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+XSK_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (n > buflen)
+		abort();
+	return recv(fd, buf, n, flags);
+}
+
+XSK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				  struct sockaddr *addr, socklen_t *alen);
+XSK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				  struct sockaddr *addr, socklen_t *alen)
+{
+	if (n > buflen)
+		abort();
+	return recvfrom(fd, buf, n, flags, addr, alen);
+}
