@@ -40,7 +40,7 @@ static int take_over(int fd, struct xsk *s)
 		return rc;
 	if (xsk_real.dup3(s->epfd, fd, flags) < 0)
 		return -errno;
-	if (s->nfds > 1) {
+	if (xsk_tab_nfds(s) > 1) {
 		for (int i = xsk_tab_next_of(s, 0); i >= 0; i = xsk_tab_next_of(s, i + 1))
 			if (i != fd)
 				xsk_real.dup3(s->epfd, i, flags);
@@ -59,7 +59,7 @@ static int take_over(int fd, struct xsk *s)
 
 XSK_EXPORT int listen(int fd, int backlog)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc;
 
 	if (s && rules_say_tcp(fd, s, XSK_ROLE_LISTEN, NULL)) {
@@ -114,7 +114,7 @@ out:
 
 XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc = 0;
 
 	if (s && addr &&
@@ -239,7 +239,7 @@ static int accept_plain(struct xsk *l, struct xsk *c, struct sockaddr *addr, soc
 
 XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	struct xsk *c = NULL;
 	int rc = 0;
 
@@ -301,7 +301,10 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		xsk_free(c);
 		return (int)xsk_fail(EMFILE);
 	}
-	xsk_tab_attach(nfd, c);
+	if (xsk_tab_attach(nfd, c) < 0) {
+		xsk_free(c);
+		return (int)xsk_fail(ENOMEM);
+	}
 	pthread_mutex_lock(&c->mu);
 	xsk_opts_apply(c);
 	xsk_progress(c);

@@ -201,7 +201,7 @@ ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
 /* A FRESH socket is still the kernel's: pass through. */
 struct xsk *xsk_data_sock(int fd, bool rd)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 
 	if (s && s->relay && xsk_relay_take(fd, s, true, rd))
 		return NULL;

@@ -69,7 +69,7 @@ static struct xsk_epreg *reg_find_locked(struct xsk_epset *ep, int fd)
 
 XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	struct epoll_event kev;
 	struct xsk_epreg *r;
 	struct xsk_epset *ep;
@@ -242,7 +242,8 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 	snap = calloc((size_t)(nsnap ? nsnap : 1), sizeof(*snap));
 	nsnap = 0;
 	for (struct xsk_epreg *r = ep ? ep->regs : NULL; snap && r; r = r->next_in_set) {
-		xsk_tab_hold_locked(r->s);
+		if (!xsk_tab_hold_locked(r->s))
+			continue; /* being closed */
 		snap[nsnap++] = (struct ep_snap){
 			.s = r->s, .fd = r->fd, .events = r->disabled ? 0 : r->events, .data = r->data,
 			.look = r->look

@@ -105,11 +105,11 @@ static void dup_note(int oldfd, int newfd)
 		return;
 	if (xsk_tab_used(newfd))
 		xsk_tab_detach(newfd); /* closed by dup2/dup3 */
-	s = xsk_lookup(oldfd) ? xsk_fd_get(oldfd) : NULL;
+	s = xsk_tab_has(oldfd) ? xsk_fd_get(oldfd) : NULL;
 	if (!s)
 		return;
 	if ((unsigned)newfd < (unsigned)xsk_tab_n)
-		xsk_tab_attach(newfd, s);
+		(void)xsk_tab_attach(newfd, s); /* s has its file: no failure */
 	xsk_fd_put(s);
 }
 
@@ -117,7 +117,7 @@ XSK_EXPORT int dup(int fd)
 {
 	int nfd = REAL(dup)(fd);
 
-	if (nfd >= 0 && xsk_lookup(fd))
+	if (nfd >= 0 && xsk_tab_has(fd))
 		dup_note(fd, nfd);
 	return nfd;
 }
@@ -150,7 +150,7 @@ XSK_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	if (!xsk_lookup(fd))
+	if (!xsk_tab_has(fd))
 		return REAL(fcntl)(fd, cmd, arg);
 	rc = REAL(fcntl)(fd, cmd, arg);
 	if (rc < 0)
@@ -182,7 +182,7 @@ XSK_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
  * sshd look at S_ISSOCK). */
 static int stat_fix(int fd, int rc, struct stat *st)
 {
-	if (rc == 0 && st && xsk_lookup(fd))
+	if (rc == 0 && st && xsk_tab_has(fd))
 		st->st_mode = (st->st_mode & ~(mode_t)S_IFMT) | S_IFSOCK;
 	return rc;
 }
@@ -236,7 +236,7 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	if (req == FIONBIO && xsk_lookup(fd))
+	if (req == FIONBIO && xsk_tab_has(fd))
 		return set_fionbio(fd, arg);
 	s = xsk_data_sock_fn(fd);
 	if (!s)

@@ -40,10 +40,13 @@ struct xsk_epset {
 	struct xsk_epreg *regs;
 };
 
-/* One fd number: the socket it names, and the registrations it holds if
- * it is an epoll set.  Written under the table lock, read without. */
+/* One fd number: the file naming the socket it names (struct xsk_file,
+ * private to xsk_fdtab.c: the socket's reference count), and the
+ * registrations it holds if it is an epoll set.  Written under the table
+ * lock, read without. */
+struct xsk_file;
 struct xsk_fdent {
-	_Atomic(struct xsk *) s;
+	_Atomic(struct xsk_file *) f;
 	_Atomic(struct xsk_epset *) ep;
 };
 
@@ -62,13 +65,14 @@ static inline void xsk_ensure_init(void)
 /* libc's fn, resolving libc first if no call has yet. */
 #define REAL(fn) (xsk_ensure_init(), xsk_real.fn)
 
-/* The one lookup a non-IWARP fd pays: the socket fd names, or NULL.  No
- * lock, no reference: only a test, or a hint for xsk_fd_get. */
-static inline struct xsk *xsk_lookup(int fd)
+/* The one lookup a non-IWARP fd pays: true if fd names an IWARP socket.
+ * No lock, no reference: a test, or a hint for xsk_fd_get (which takes a
+ * reference, lock-free: xsk_fdtab.c). */
+static inline bool xsk_tab_has(int fd)
 {
 	if ((unsigned)fd >= (unsigned)xsk_tab_n)
-		return NULL;
-	return atomic_load_explicit(&xsk_tab[fd].s, memory_order_acquire);
+		return false;
+	return atomic_load_explicit(&xsk_tab[fd].f, memory_order_acquire) != NULL;
 }
 
 /* The epoll set's registrations if fd is an epoll set holding an IWARP
@@ -83,7 +87,7 @@ static inline struct xsk_epset *xsk_tab_epset(int fd)
 /* fd names a socket or is an epoll set with one (close() has work). */
 static inline bool xsk_tab_used(int fd)
 {
-	return xsk_lookup(fd) || xsk_tab_epset(fd);
+	return xsk_tab_has(fd) || xsk_tab_epset(fd);
 }
 
 /* -1 with errno e, the interposed calls' failure. */
@@ -97,18 +101,24 @@ void xsk_tab_lock(void);
 void xsk_tab_unlock(void);
 /* fd is an epoll set with registrations ep (table lock held). */
 void xsk_tab_set_epset(int fd, struct xsk_epset *ep);
-/* A reference on s for a walk of the registrations (table lock held). */
-void xsk_tab_hold_locked(struct xsk *s);
+/* A reference on s, found through an epoll registration (table lock
+ * held): false if s's last reference is going (the registration goes
+ * with it). */
+bool xsk_tab_hold_locked(struct xsk *s);
 /* fd names s from now on (a reference for the fd number).  Any thread,
- * takes the table lock; fd < xsk_tab_n. */
-void xsk_tab_attach(int fd, struct xsk *s);
+ * takes the table lock; fd < xsk_tab_n.  0, or -ENOMEM (s's first fd
+ * number only). */
+int xsk_tab_attach(int fd, struct xsk *s);
 /* fd no longer names its socket (closed or replaced), nor is it an epoll
  * set: its registrations go.  Takes the table lock; may free the socket. */
 void xsk_tab_detach(int fd);
-/* A new socket in state FRESH under fd: 0, -EMFILE or -ENOMEM. */
-int xsk_tab_attach_fresh(int fd, int domain, bool nonblock, bool cloexec);
+/* A new socket in state FRESH under fd (by_rules: a candidate of the
+ * selection rules): 0, -EMFILE or -ENOMEM. */
+int xsk_tab_attach_fresh(int fd, int domain, bool nonblock, bool cloexec, bool by_rules);
+/* The fd numbers naming s (takes the table lock). */
+int xsk_tab_nfds(const struct xsk *s);
 /* The lowest fd number >= fd naming s (any socket if s is NULL), or -1.
- * No lock. */
+ * No lock; s, if not NULL, referenced by the caller. */
 int xsk_tab_next_of(const struct xsk *s, int fd);
 /* A connection another process claimed after fork (xsock(7) FORK): fd
  * becomes the relay channel's kernel socket (xsk_relay.c), its calls the

@@ -162,14 +162,13 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
 {
 	for (nfds_t i = 0; i < n; i++) {
-		struct xsk *s = xsk_lookup(fds[i].fd);
-		if (s && s->relay) {
-			if (!(s = xsk_data_sock(fds[i].fd, fds[i].events & POLLIN)))
-				continue; /* now the relay's kernel socket */
+		/* NULL: still the kernel's, or now the relay's kernel socket */
+		struct xsk *s = xsk_tab_has(fds[i].fd) ?
+					xsk_data_sock(fds[i].fd, fds[i].events & POLLIN) : NULL;
+		if (s) {
 			xsk_fd_put(s);
-		}
-		if (s && s->state != XSK_FRESH)
 			return true;
+		}
 	}
 	return false;
 }
@@ -212,16 +211,16 @@ XSK_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsl
 static bool any_iwarp_fdset(int nfds, fd_set *r, fd_set *w, fd_set *e)
 {
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
-		struct xsk *s = xsk_lookup(fd);
-		if (!s || !((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
+		struct xsk *s;
+		if (!xsk_tab_has(fd) ||
+		    !((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
 			continue;
-		if (s->relay) {
-			if (!(s = xsk_data_sock(fd, r && FD_ISSET(fd, r))))
-				continue; /* now the relay's kernel socket */
+		/* NULL: still the kernel's, or now the relay's kernel socket */
+		s = xsk_data_sock(fd, r && FD_ISSET(fd, r));
+		if (s) {
 			xsk_fd_put(s);
-		}
-		if (s->state != XSK_FRESH)
 			return true;
+		}
 	}
 	return false;
 }

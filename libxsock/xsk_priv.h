@@ -238,8 +238,9 @@ struct xsk_rmsg {
 
 struct xsk {
 	pthread_mutex_t mu;
-	int refs; /* fd numbers naming it + calls in progress (xsk_tab_mu) */
-	int nfds; /* fd numbers naming it */
+	/* its reference count, once an fd number names it (xsk_fdtab.c;
+	 * set under the table lock at the first attach, then fixed) */
+	struct xsk_file *file;
 	enum xsk_state state;
 	bool nonblock;
 	bool cloexec;

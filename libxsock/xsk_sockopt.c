@@ -30,11 +30,11 @@ XSK_EXPORT int socket(int domain, int type, int protocol)
 	/* libiwarp's own TCP connections stay TCP */
 	if (xsk_from_stack(__builtin_return_address(0)))
 		return fd;
-	if (xsk_tab_attach_fresh(fd, domain, type & SOCK_NONBLOCK, type & SOCK_CLOEXEC) < 0) {
+	/* by_rules: decided at connect()/listen() */
+	if (xsk_tab_attach_fresh(fd, domain, type & SOCK_NONBLOCK, type & SOCK_CLOEXEC, true) < 0) {
 		xsk_real.close(fd);
 		return (int)xsk_fail(ENOMEM);
 	}
-	xsk_lookup(fd)->by_rules = true; /* decided at connect()/listen() */
 	return fd;
 }
 
@@ -100,7 +100,7 @@ static int set_iwarp_mode(int fd, int on)
 	flags = xsk_real.fcntl(fd, F_GETFL);
 	fdfl = xsk_real.fcntl(fd, F_GETFD);
 	int rc = xsk_tab_attach_fresh(fd, domain, flags >= 0 && (flags & O_NONBLOCK),
-			      fdfl >= 0 && (fdfl & FD_CLOEXEC));
+			      fdfl >= 0 && (fdfl & FD_CLOEXEC), false);
 	return rc < 0 ? (int)xsk_fail(-rc) : 0;
 }
 
@@ -302,7 +302,7 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		memcpy(&v, val, sizeof(v));
 		return set_iwarp_mode(fd, v != 0);
 	}
-	s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	if (!s)
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if (val && len >= sizeof(int))
@@ -342,7 +342,7 @@ static int put_int_opt(void *val, socklen_t *len, int v)
 
 XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int v = 0;
 
 	if (level == SOL_IWARP) {
@@ -439,7 +439,7 @@ void xsk_addr_copy(const struct sockaddr_storage *ss, struct sockaddr *addr, soc
 
 XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc;
 
 	if (!s)
@@ -462,7 +462,7 @@ XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 XSK_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 
 	if (!s || s->state == XSK_FRESH) {
 		if (s)
@@ -488,7 +488,7 @@ XSK_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 
 XSK_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct xsk *s = xsk_lookup(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc = 0;
 
 	if (!s || s->state == XSK_FRESH) {
