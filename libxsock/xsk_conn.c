@@ -12,17 +12,18 @@
 
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 /* A socket the rules made a candidate: true (and the fd is plain TCP
  * again) if the rules say TCP for this role and address. */
 static bool rules_say_tcp(int fd, struct xsk *s, int role, const struct sockaddr *sa)
 {
-	struct sockaddr_storage any = { .ss_family = (sa_family_t)s->family };
+	struct sockaddr_storage any = { .ss_family = (sa_family_t)xsk_family(s) };
 
-	if (s->state != XSK_FRESH || !s->by_rules)
+	if (xsk_state(s) != XSK_FRESH || !xsk_by_rules(s))
 		return false;
 	if (!sa)
-		sa = s->have_local ? (const struct sockaddr *)&s->local : (const struct sockaddr *)&any;
+		sa = (const struct sockaddr *)(xsk_local(s) ? xsk_local(s) : &any);
 	if (xsk_config_decide(role, sa))
 		return false;
 	xsk_tab_detach(fd);
@@ -34,21 +35,19 @@ static bool rules_say_tcp(int fd, struct xsk *s, int role, const struct sockaddr
 static int take_over(int fd, struct xsk *s)
 {
 	int rc = xsk_make_fds(s);
-	int flags = s->cloexec ? O_CLOEXEC : 0;
+	int flags = xsk_cloexec(s) ? O_CLOEXEC : 0;
 
 	if (rc)
 		return rc;
-	if (xsk_real.dup3(s->epfd, fd, flags) < 0)
+	if (xsk_real.dup3(xsk_epfd(s), fd, flags) < 0)
 		return -errno;
 	if (xsk_tab_nfds(s) > 1) {
 		for (int i = xsk_tab_next_of(s, 0); i >= 0; i = xsk_tab_next_of(s, i + 1))
 			if (i != fd)
-				xsk_real.dup3(s->epfd, i, flags);
+				xsk_real.dup3(xsk_epfd(s), i, flags);
 	}
-	xsk_real.close(s->epfd);
-	s->epfd = fd;
-	s->epfd_app = true;
-	if (s->nonblock) {
+	xsk_set_app_epfd(s, fd); /* (the one made is closed) */
+	if (xsk_nonblock(s)) {
 		int fl = xsk_real.fcntl(fd, F_GETFL);
 		if (fl >= 0)
 			xsk_real.fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -68,44 +67,42 @@ XSK_EXPORT int listen(int fd, int backlog)
 	}
 	if (!s)
 		return REAL(listen)(fd, backlog);
-	pthread_mutex_lock(&s->mu);
-	if (s->state == XSK_LISTENING) {
-		s->backlog = backlog;
+	xsk_lock(s);
+	if (xsk_state(s) == XSK_LISTENING) {
+		xsk_set_backlog(s, backlog);
 		rc = 0;
 		goto out;
 	}
-	if (s->state != XSK_FRESH) {
+	if (xsk_state(s) != XSK_FRESH) {
 		rc = -EINVAL;
 		goto out;
 	}
-	if (!s->have_local) {
+	if (!xsk_local(s)) {
 		/* like TCP: an unbound listener gets an ephemeral port */
-		struct sockaddr_storage any = { .ss_family = (sa_family_t)s->family };
-		socklen_t l = sizeof(s->local);
-		if (xsk_real.bind(fd, (struct sockaddr *)&any, xsk_sa_len(&any)) < 0 ||
-		    xsk_real.getsockname(fd, (struct sockaddr *)&s->local, &l) < 0) {
-			rc = -errno;
+		struct sockaddr_storage any = { .ss_family = (sa_family_t)xsk_family(s) };
+		rc = xsk_real.bind(fd, (struct sockaddr *)&any, xsk_sa_len(&any)) < 0 ?
+			     -errno :
+			     xsk_learn_local(s, fd);
+		if (rc)
 			goto out;
-		}
-		s->have_local = true;
 	}
 	/* the original socket's IPV6_V6ONLY (set by the application or by
 	 * net.ipv6.bindv6only) goes to the stack's listener */
-	s->v6only = -1;
-	if (s->family == AF_INET6) {
-		socklen_t vl = sizeof(s->v6only);
-		if (xsk_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &s->v6only, &vl) < 0)
-			s->v6only = -1;
+	int v6only = -1;
+	if (xsk_family(s) == AF_INET6) {
+		socklen_t vl = sizeof(v6only);
+		if (xsk_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &vl) < 0)
+			v6only = -1;
 	}
+	xsk_set_v6only(s, v6only);
 	rc = take_over(fd, s);
 	if (!rc)
-		rc = xsk_listen_start(s, (struct sockaddr *)&s->local, backlog);
+		rc = xsk_listen_start(s, (const struct sockaddr *)xsk_local(s), backlog);
 	if (rc) {
-		s->state = XSK_CLOSED;
-		s->err = 0;
+		xsk_set_closed(s, true);
 	}
 out:
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	if (!rc)
 		xsk_svc_add(s);
 	xsk_fd_put(s);
@@ -126,8 +123,8 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (!s)
 		return REAL(connect)(fd, addr, len);
-	pthread_mutex_lock(&s->mu);
-	switch (s->state) {
+	xsk_lock(s);
+	switch (xsk_state(s)) {
 	case XSK_FRESH:
 		break;
 	case XSK_CONNECTING:
@@ -140,8 +137,9 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		rc = -EINVAL;
 		goto out;
 	case XSK_CLOSED:
-		rc = s->err ? -s->err : -EBADFD;
-		s->err = 0;
+		rc = -xsk_take_err(s);
+		if (!rc)
+			rc = -EBADFD;
 		goto out;
 	}
 	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
@@ -153,21 +151,21 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!rc)
 		rc = xsk_connect_start(s, addr, len);
 	if (rc) {
-		s->state = XSK_CLOSED;
+		xsk_set_closed(s, false);
 		goto out;
 	}
 	xsk_progress(s);
 	struct xsk_sigsnap snap;
-	int64_t deadline = xsk_timeo_deadline(s->sndtimeo_us);
+	int64_t deadline = xsk_timeo_deadline(xsk_timeo(s, false));
 	xsk_sig_snap(&snap);
-	while (s->state == XSK_CONNECTING) {
-		if (s->nonblock) {
+	while (xsk_state(s) == XSK_CONNECTING) {
+		if (xsk_nonblock(s)) {
 			rc = -EINPROGRESS;
 			goto out;
 		}
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		int w = xsk_wait_step(s, deadline, true, false, &snap);
-		pthread_mutex_lock(&s->mu);
+		xsk_lock(s);
 		if (w) {
 			/* the connection goes on, like TCP: EINTR, or after
 			 * SO_SNDTIMEO EINPROGRESS */
@@ -176,12 +174,13 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		}
 		xsk_progress(s);
 	}
-	if (s->state != XSK_CONNECTED) {
-		rc = s->err ? -s->err : -ECONNREFUSED;
-		s->err = 0;
+	if (xsk_state(s) != XSK_CONNECTED) {
+		rc = -xsk_take_err(s);
+		if (!rc)
+			rc = -ECONNREFUSED;
 	}
 out:
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return rc ? (int)xsk_fail(-rc) : 0;
 }
@@ -208,16 +207,14 @@ static int accept_plain(struct xsk *l, struct xsk *c, struct sockaddr *addr, soc
 			int flags)
 {
 	struct xsk_opt opts[XSK_MAX_OPTS];
-	struct sockaddr_storage peer = { .ss_family = (sa_family_t)l->family };
+	struct sockaddr_storage peer = { .ss_family = (sa_family_t)xsk_family(l) };
 	socklen_t pl = sizeof(peer);
-	int fd = c->plain_fd, nopts, fl;
+	int fd = xsk_take_plain_fd(c), nopts, fl;
 
-	c->plain_fd = -1;
 	xsk_free(c);
-	pthread_mutex_lock(&l->mu);
-	nopts = l->nopts;
-	memcpy(opts, l->opts, sizeof(opts));
-	pthread_mutex_unlock(&l->mu);
+	xsk_lock(l);
+	nopts = xsk_opts_get(l, opts);
+	xsk_unlock(l);
 	/* the stack made it nonblocking and close-on-exec: accept4's flags
 	 * decide, as for any accepted socket */
 	fl = xsk_real.fcntl(fd, F_GETFL);
@@ -232,7 +229,7 @@ static int accept_plain(struct xsk *l, struct xsk *c, struct sockaddr *addr, soc
 	/* a client already gone has no peer name any more: the family only */
 	if (xsk_real.getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
 		memset(&peer, 0, sizeof(peer));
-	peer.ss_family = (sa_family_t)l->family;
+	peer.ss_family = (sa_family_t)xsk_family(l);
 	xsk_addr_copy(&peer, addr, len);
 	return fd;
 }
@@ -254,12 +251,12 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	int64_t deadline = -2; /* set on the first look */
 	xsk_sig_snap(&snap);
 	for (;;) {
-		pthread_mutex_lock(&s->mu);
+		xsk_lock(s);
 		if (deadline == -2)
-			deadline = xsk_timeo_deadline(s->rcvtimeo_us);
-		if (s->state != XSK_LISTENING) {
-			pthread_mutex_unlock(&s->mu);
-			rc = s->state == XSK_FRESH ? -2 : -EINVAL;
+			deadline = xsk_timeo_deadline(xsk_timeo(s, true));
+		if (xsk_state(s) != XSK_LISTENING) {
+			xsk_unlock(s);
+			rc = xsk_state(s) == XSK_FRESH ? -2 : -EINVAL;
 			break;
 		}
 		xsk_progress(s);
@@ -267,8 +264,8 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		if (c)
 			xsk_opts_copy(c, s); /* the listener's, as TCP's accepted sockets */
 		xsk_set_ready(s);
-		bool nb = s->nonblock;
-		pthread_mutex_unlock(&s->mu);
+		bool nb = xsk_nonblock(s);
+		xsk_unlock(s);
 		if (c)
 			break;
 		if (nb) {
@@ -279,7 +276,7 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		if (rc)
 			break; /* -EINTR, or -EAGAIN after SO_RCVTIMEO */
 	}
-	if (c && c->plain_fd >= 0) {
+	if (c && xsk_plain_fd(c) >= 0) {
 		int pfd = accept_plain(s, c, addr, len, flags);
 		xsk_fd_put(s);
 		return pfd;
@@ -289,14 +286,13 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		return REAL(accept4)(fd, addr, len, flags);
 	if (rc)
 		return (int)xsk_fail(-rc);
-	int nfd = c->epfd;
+	int nfd = xsk_epfd(c);
 	if (!(flags & SOCK_CLOEXEC))
 		xsk_real.fcntl(nfd, F_SETFD, 0);
-	c->cloexec = (flags & SOCK_CLOEXEC) != 0;
-	c->nonblock = (flags & SOCK_NONBLOCK) != 0;
-	if (c->nonblock)
+	xsk_set_fd_flags(c, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0);
+	if (xsk_nonblock(c))
 		xsk_real.fcntl(nfd, F_SETFL, O_NONBLOCK);
-	c->epfd_app = true;
+	xsk_set_app_epfd(c, nfd);
 	if ((unsigned)nfd >= (unsigned)xsk_tab_n) {
 		xsk_free(c);
 		return (int)xsk_fail(EMFILE);
@@ -305,12 +301,12 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		xsk_free(c);
 		return (int)xsk_fail(ENOMEM);
 	}
-	pthread_mutex_lock(&c->mu);
+	xsk_lock(c);
 	xsk_opts_apply(c);
 	xsk_progress(c);
 	if (addr && len)
-		xsk_addr_copy(&c->peer, addr, len);
-	pthread_mutex_unlock(&c->mu);
+		xsk_addr_copy(xsk_peer(c), addr, len);
+	xsk_unlock(c);
 	return nfd;
 }
 

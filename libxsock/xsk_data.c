@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 #define XSK_IOV_STACK 16
 
@@ -57,13 +58,13 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	if (flags & MSG_OOB)
 		return xsk_fail(EOPNOTSUPP); /* no urgent data on an IWARP socket */
 	xsk_sig_snap(&snap);
-	pthread_mutex_lock(&s->mu);
+	xsk_lock(s);
 	if (!xsk_relay_self)
-		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
-	deadline = xsk_timeo_deadline(s->rcvtimeo_us);
+		xsk_note_app_read(s);
+	deadline = xsk_timeo_deadline(xsk_timeo(s, true));
 	target = (flags & MSG_WAITALL) && !peek ? want :
-		 (size_t)s->rcvlowat < want ? (size_t)s->rcvlowat : want;
-	pthread_mutex_unlock(&s->mu);
+		 (size_t)xsk_rcvlowat(s) < want ? (size_t)xsk_rcvlowat(s) : want;
+	xsk_unlock(s);
 	if (cnt > XSK_IOV_STACK) {
 		v = malloc((size_t)cnt * sizeof(*v));
 		if (!v)
@@ -71,18 +72,17 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	}
 	for (;;) {
 		int n = iov_skip(iov, cnt, got, v);
-		pthread_mutex_lock(&s->mu);
+		xsk_lock(s);
 		xsk_progress_io(s, flags, true);
-		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
-		if (peek && !nb && s->state == XSK_CONNECTED && s->rbytes < target && !s->err &&
-		    !s->peer_shut_wr && !s->shut_rd)
+		bool nb = xsk_nonblock(s) || (flags & MSG_DONTWAIT);
+		if (peek && !nb && xsk_peek_waits(s, target))
 			r = -EAGAIN; /* MSG_PEEK under SO_RCVLOWAT: wait for the mark */
 		else
 			r = want ? xsk_recv_locked(s, v, n, flags) : 0;
-		if (!want && s->state != XSK_CONNECTED)
+		if (!want && xsk_state(s) != XSK_CONNECTED)
 			r = -ENOTCONN;
 		xsk_set_ready_after_io(s, r == -EAGAIN);
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		if (r > 0) {
 			got += (size_t)r;
 			if (peek || got >= target)
@@ -126,22 +126,22 @@ static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	if (flags & MSG_OOB)
 		return xsk_fail(EOPNOTSUPP);
 	xsk_sig_snap(&snap);
-	pthread_mutex_lock(&s->mu);
-	deadline = xsk_timeo_deadline(s->sndtimeo_us);
-	pthread_mutex_unlock(&s->mu);
+	xsk_lock(s);
+	deadline = xsk_timeo_deadline(xsk_timeo(s, false));
+	xsk_unlock(s);
 	for (;;) {
-		pthread_mutex_lock(&s->mu);
+		xsk_lock(s);
 		bool skipped = xsk_progress_io(s, flags, false);
 		r = xsk_send_locked(s, iov, cnt, flags, &done);
-		bool nb = s->nonblock || (flags & MSG_DONTWAIT);
-		bool connecting = s->state == XSK_CONNECTING;
+		bool nb = xsk_nonblock(s) || (flags & MSG_DONTWAIT);
+		bool connecting = xsk_state(s) == XSK_CONNECTING;
 		if (skipped && (r == -EAGAIN || (r >= 0 && done < total))) {
-			s->rx_hint = true; /* the credits may wait in the TCP socket */
-			pthread_mutex_unlock(&s->mu);
+			xsk_set_rx_hint(s, true); /* the credits may wait in the TCP socket */
+			xsk_unlock(s);
 			continue;
 		}
 		xsk_set_ready_after_io(s, false);
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		if (r < 0) {
 			if (done)
 				return (ssize_t)done;
@@ -188,10 +188,10 @@ ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
 
 	if (dir < 0) {
 		int r;
-		pthread_mutex_lock(&s->mu);
+		xsk_lock(s);
 		r = xsk_shutdown_locked(s, SHUT_WR);
 		xsk_set_ready(s);
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		return r < 0 ? xsk_fail(-r) : 0;
 	}
 	return dir ? sk_send(s, &v, 1, MSG_DONTWAIT | MSG_NOSIGNAL) :
@@ -203,9 +203,9 @@ struct xsk *xsk_data_sock(int fd, bool rd)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 
-	if (s && s->relay && xsk_relay_take(fd, s, true, rd))
+	if (s && xsk_has_relay(s) && xsk_relay_take(fd, s, true, rd))
 		return NULL;
-	if (s && s->state == XSK_FRESH) {
+	if (s && xsk_state(s) == XSK_FRESH) {
 		xsk_fd_put(s);
 		return NULL;
 	}
@@ -280,9 +280,9 @@ XSK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct socka
 	struct iovec v = { buf, n };
 	ssize_t r = sk_recv(s, &v, 1, flags);
 	if (r >= 0 && addr && alen) {
-		pthread_mutex_lock(&s->mu);
-		xsk_addr_copy(&s->peer, addr, alen);
-		pthread_mutex_unlock(&s->mu);
+		xsk_lock(s);
+		xsk_addr_copy(xsk_peer(s), addr, alen);
+		xsk_unlock(s);
 	}
 	xsk_fd_put(s);
 	return r;
@@ -309,9 +309,9 @@ XSK_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	ssize_t r = sk_recv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
 	if (r >= 0) {
 		if (msg->msg_name && msg->msg_namelen) {
-			pthread_mutex_lock(&s->mu);
-			xsk_addr_copy(&s->peer, msg->msg_name, &msg->msg_namelen);
-			pthread_mutex_unlock(&s->mu);
+			xsk_lock(s);
+			xsk_addr_copy(xsk_peer(s), msg->msg_name, &msg->msg_namelen);
+			xsk_unlock(s);
 		}
 		msg->msg_controllen = 0;
 		msg->msg_flags = 0;
@@ -340,10 +340,10 @@ XSK_EXPORT int shutdown(int fd, int how)
 		xsk_fd_put(s);
 		return (int)xsk_fail(EINVAL);
 	}
-	pthread_mutex_lock(&s->mu);
+	xsk_lock(s);
 	xsk_progress(s);
 	rc = xsk_shutdown_locked(s, how);
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return rc ? (int)xsk_fail(-rc) : 0;
 }

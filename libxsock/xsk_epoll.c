@@ -9,10 +9,11 @@
 #include <stdlib.h>
 
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 void xsk_ep_unlink_locked(struct xsk *s)
 {
-	struct xsk_epreg *r = s->regs;
+	struct xsk_epreg *r = *xsk_regs(s);
 
 	while (r) {
 		struct xsk_epreg *next = r->next_of_sock;
@@ -27,7 +28,7 @@ void xsk_ep_unlink_locked(struct xsk *s)
 		free(r);
 		r = next;
 	}
-	s->regs = NULL;
+	*xsk_regs(s) = NULL;
 }
 
 void xsk_ep_set_free_locked(struct xsk_epset *ep)
@@ -36,8 +37,8 @@ void xsk_ep_set_free_locked(struct xsk_epset *ep)
 
 	while (r) {
 		struct xsk_epreg *next = r->next_in_set;
-		struct xsk_epreg **pp = &r->s->regs;
-		r->s->ep_in_regs -= (r->events & EPOLLIN) != 0;
+		struct xsk_epreg **pp = xsk_regs(r->s);
+		xsk_ep_in_regs_add(r->s, -((r->events & EPOLLIN) != 0));
 		while (*pp && *pp != r)
 			pp = &(*pp)->next_of_sock;
 		if (*pp)
@@ -51,7 +52,7 @@ void xsk_ep_set_free_locked(struct xsk_epset *ep)
 void xsk_ep_readd(struct xsk *s)
 {
 	xsk_tab_lock();
-	for (struct xsk_epreg *r = s->regs; r; r = r->next_of_sock) {
+	for (struct xsk_epreg *r = *xsk_regs(s); r; r = r->next_of_sock) {
 		struct epoll_event ev = { .events = xsk_ep_kernel_events(r->events), .data = r->data };
 		xsk_real.epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev);
 		r->look = true;
@@ -81,7 +82,7 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		xsk_fd_put(s);
 		return (int)xsk_fail(EINVAL);
 	}
-	bool fresh = s->state == XSK_FRESH;
+	bool fresh = xsk_state(s) == XSK_FRESH;
 	if (ev) {
 		kev = *ev;
 		if (!fresh)
@@ -112,15 +113,15 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		r->events = ev->events;
 		r->data = ev->data;
 		r->look = true;
-		s->ep_in_regs += (ev->events & EPOLLIN) != 0;
+		xsk_ep_in_regs_add(s, (ev->events & EPOLLIN) != 0);
 		r->next_in_set = ep->regs;
 		ep->regs = r;
-		r->next_of_sock = s->regs;
-		s->regs = r;
+		r->next_of_sock = *xsk_regs(s);
+		*xsk_regs(s) = r;
 		break;
 	case EPOLL_CTL_MOD:
 		if (r) {
-			s->ep_in_regs += ((ev->events & EPOLLIN) != 0) - ((r->events & EPOLLIN) != 0);
+			xsk_ep_in_regs_add(s, ((ev->events & EPOLLIN) != 0) - ((r->events & EPOLLIN) != 0));
 			r->events = ev->events;
 			r->data = ev->data;
 			r->look = true;
@@ -131,11 +132,11 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	case EPOLL_CTL_DEL:
 		if (r) {
 			struct xsk_epreg **pp = &ep->regs;
-			s->ep_in_regs -= (r->events & EPOLLIN) != 0;
+			xsk_ep_in_regs_add(s, -((r->events & EPOLLIN) != 0));
 			while (*pp != r)
 				pp = &(*pp)->next_in_set;
 			*pp = r->next_in_set;
-			pp = &s->regs;
+			pp = xsk_regs(s);
 			while (*pp && *pp != r)
 				pp = &(*pp)->next_of_sock;
 			if (*pp)
@@ -146,13 +147,13 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	default:
 		break;
 	}
-	bool unwatch = s->ep_in_regs <= 0 && s->rxw_fd >= 0;
+	bool unwatch = xsk_ep_in_regs(s) <= 0 && xsk_rx_watched(s);
 	xsk_tab_unlock();
 	if (unwatch) { /* no set waits for its input any more */
-		pthread_mutex_lock(&s->mu);
-		if (s->ep_in_regs <= 0)
+		xsk_lock(s);
+		if (xsk_ep_in_regs(s) <= 0)
 			xsk_rx_unwatch(s);
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 	}
 	xsk_fd_put(s);
 	return rc;
@@ -258,7 +259,7 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 
 		for (int i = 0; i < nsnap && n < max; i++) {
 			struct ep_snap *e = &snap[i];
-			if (!e->events || e->done || e->s->state == XSK_FRESH ||
+			if (!e->events || e->done || xsk_state(e->s) == XSK_FRESH ||
 			    !(e->look || ep_look_always(e->events)))
 				continue;
 			uint32_t got = ep_look(epfd, e, false);
@@ -284,7 +285,7 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 			uint32_t got = 0;
 			for (int q = 0; q < nsnap; q++) {
 				struct ep_snap *e = &snap[q];
-				if (e->s->state == XSK_FRESH || e->data.u64 != evs[i].data.u64)
+				if (xsk_state(e->s) == XSK_FRESH || e->data.u64 != evs[i].data.u64)
 					continue;
 				ours = true;
 				if (e->events && !e->done && !got && (got = ep_look(epfd, e, true)))

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 XSK_EXPORT int close(int fd)
 {
@@ -61,7 +62,7 @@ static void exit_quick(void)
 		/* only connections this process owns: a copy it never used
 		 * (sshd's sandboxed child, whose seccomp filter kills a
 		 * process that makes an eventfd) is left as it is */
-		bool own = s && s->state == XSK_CONNECTED && !xsk_fork_quiet(s);
+		bool own = s && xsk_state(s) == XSK_CONNECTED && !xsk_fork_quiet(s);
 
 		if (s)
 			xsk_fd_put(s);
@@ -159,7 +160,7 @@ XSK_EXPORT int fcntl(int fd, int cmd, ...)
 	case F_SETFL:
 		s = xsk_fd_get(fd);
 		if (s) {
-			s->nonblock = ((long)(uintptr_t)arg & O_NONBLOCK) != 0;
+			xsk_set_nonblock(s, ((long)(uintptr_t)arg & O_NONBLOCK) != 0);
 			xsk_fd_put(s);
 		}
 		break;
@@ -218,9 +219,9 @@ static int set_fionbio(int fd, void *arg)
 	if (s && rc == 0) {
 		int v = 0;
 		memcpy(&v, arg, sizeof(v));
-		pthread_mutex_lock(&s->mu);
-		s->nonblock = v != 0;
-		pthread_mutex_unlock(&s->mu);
+		xsk_lock(s);
+		xsk_set_nonblock(s, v != 0);
+		xsk_unlock(s);
 	}
 	if (s)
 		xsk_fd_put(s);
@@ -242,10 +243,10 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	if (!s)
 		return REAL(ioctl)(fd, req, arg);
 	int rc = 0;
-	pthread_mutex_lock(&s->mu);
+	xsk_lock(s);
 	if (req == FIONREAD) {
 		xsk_progress(s);
-		int v = s->state == XSK_CONNECTED && !s->shut_rd ? (int)s->rbytes : 0;
+		int v = xsk_fionread(s);
 		if (arg)
 			memcpy(arg, &v, sizeof(v));
 		else
@@ -253,7 +254,7 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	} else {
 		rc = (int)xsk_fail(ENOTTY);
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return rc;
 }

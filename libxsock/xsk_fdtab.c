@@ -36,6 +36,7 @@
 
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 struct xsk_file {
 	/* fd numbers naming the socket + calls in progress; 0: free */
@@ -177,7 +178,7 @@ static void file_put(struct xsk_file *f)
 
 bool xsk_tab_hold_locked(struct xsk *s)
 {
-	return file_tryget(s->file);
+	return file_tryget(xsk_file_of(s));
 }
 
 struct xsk *xsk_fd_get(int fd)
@@ -200,30 +201,33 @@ struct xsk *xsk_fd_get(int fd)
 		/* f died or moved: look again */
 	}
 	s = f->s;
-	if (s->relay && xsk_relay_take(fd, s, false, false))
+	if (xsk_has_relay(s) && xsk_relay_take(fd, s, false, false))
 		return NULL;
 	return s;
 }
 
 void xsk_fd_put(struct xsk *s)
 {
-	file_put(s->file);
+	file_put(xsk_file_of(s));
 }
 
 int xsk_tab_attach(int fd, struct xsk *s)
 {
 	pthread_mutex_lock(&tab_mu);
-	if (!s->file) {
-		s->file = file_new_locked(s); /* the first fd number's reference */
-		if (!s->file) {
+	struct xsk_file *f = xsk_file_of(s);
+
+	if (!f) {
+		f = file_new_locked(s); /* the first fd number's reference */
+		if (!f) {
 			pthread_mutex_unlock(&tab_mu);
 			return -ENOMEM;
 		}
+		xsk_set_file(s, f);
 	} else {
-		file_hold(s->file);
+		file_hold(f);
 	}
-	s->file->nfds++;
-	atomic_store_explicit(&xsk_tab[fd].f, s->file, memory_order_release);
+	f->nfds++;
+	atomic_store_explicit(&xsk_tab[fd].f, f, memory_order_release);
 	if (fd >= atomic_load_explicit(&tab_hi, memory_order_relaxed))
 		atomic_store_explicit(&tab_hi, fd + 1, memory_order_relaxed);
 	pthread_mutex_unlock(&tab_mu);
@@ -254,7 +258,7 @@ int xsk_tab_nfds(const struct xsk *s)
 	int n;
 
 	pthread_mutex_lock(&tab_mu);
-	n = s->file ? s->file->nfds : 0;
+	n = xsk_file_of(s) ? xsk_file_of(s)->nfds : 0;
 	pthread_mutex_unlock(&tab_mu);
 	return n;
 }
@@ -274,12 +278,12 @@ bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 
 	if (atomic_load(&xsk_fork_gen) && xsk_fork_sandboxed())
 		return false; /* no dup3 there: the copy stays unusable */
-	pthread_mutex_lock(&s->mu);
-	if (s->state == XSK_CONNECTED && (s->foreign || claim) && !xsk_fork_use(s))
+	xsk_lock(s);
+	if (xsk_state(s) == XSK_CONNECTED && (xsk_foreign(s) || claim) && !xsk_fork_use(s))
 		sp = xsk_relay_client(s, rd);
-	if (sp >= 0 && s->nonblock)
+	if (sp >= 0 && xsk_nonblock(s))
 		xsk_real.fcntl(sp, F_SETFL, xsk_real.fcntl(sp, F_GETFL) | O_NONBLOCK);
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	if (sp < 0)
 		return false;
 	fdfl = xsk_real.fcntl(fd, F_GETFD);
@@ -300,9 +304,8 @@ int xsk_tab_attach_fresh(int fd, int domain, bool nonblock, bool cloexec, bool b
 	s = xsk_new(domain);
 	if (!s)
 		return -ENOMEM;
-	s->nonblock = nonblock;
-	s->cloexec = cloexec;
-	s->by_rules = by_rules;
+	xsk_set_fd_flags(s, nonblock, cloexec);
+	xsk_set_by_rules(s, by_rules);
 	rc = xsk_tab_attach(fd, s);
 	if (rc)
 		xsk_free(s);
@@ -314,7 +317,7 @@ int xsk_tab_next_of(const struct xsk *s, int fd)
 	/* files, not their sockets: a file seen here may be freed meanwhile */
 	for (int h = hi(); fd >= 0 && fd < h; fd++) {
 		struct xsk_file *f = atomic_load_explicit(&xsk_tab[fd].f, memory_order_acquire);
-		if (f && (!s || f == s->file))
+		if (f && (!s || f == xsk_file_of(s)))
 			return fd;
 	}
 	return -1;
@@ -337,9 +340,9 @@ void xsk_tab_fork_prepare(void)
 	n = 0;
 	for (int fd = 0; v && fd < hi(); fd++) {
 		struct xsk *s = slot_sock(fd);
-		if (s && s->relay_gen != g && s->state == XSK_CONNECTED) {
-			s->relay_gen = g; /* once per socket, whatever its fd numbers */
-			file_hold(s->file);
+		if (s && xsk_relay_gen(s) != g && xsk_state(s) == XSK_CONNECTED) {
+			xsk_set_relay_gen(s, g); /* once per socket, whatever its fd numbers */
+			file_hold(xsk_file_of(s));
 			v[n++] = s;
 		}
 	}
@@ -360,7 +363,7 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 	for (int fd = 0; fd < hi(); fd++) {
 		struct xsk *s = slot_sock(fd), **m;
 		bool seen = false;
-		if (!s || s->state != XSK_LISTENING)
+		if (!s || xsk_state(s) != XSK_LISTENING)
 			continue;
 		for (int i = 0; i < n; i++)
 			seen |= ls[i] == s; /* dup'ed */
@@ -374,7 +377,7 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 			cap = cap ? 2 * cap : 8;
 		}
 		ls[n++] = s;
-		file_hold(s->file);
+		file_hold(xsk_file_of(s));
 	}
 	pthread_mutex_unlock(&tab_mu);
 	for (int i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 /* From epoll_wait, without the kernel's report a watched socket has
  * nothing to receive; from poll, reported means xsk_rx_wait_begin's TCP
@@ -15,20 +16,20 @@ short xsk_poll_one(struct xsk *s, short events, bool ep, bool reported)
 {
 	short r;
 
-	pthread_mutex_lock(&s->mu);
+	xsk_lock(s);
 	if (events & POLLIN)
-		s->app_read_gen = atomic_load(&xsk_fork_gen); /* (xsk_relay.c) */
+		xsk_note_app_read(s);
 	if (ep) {
 		xsk_progress_watch(s, reported ? XSOCK_RX_ALWAYS :
-				      s->rxw_fd >= 0 ? XSOCK_RX_NONE : XSOCK_RX_MAYBE);
+				      xsk_rx_watched(s) ? XSOCK_RX_NONE : XSOCK_RX_MAYBE);
 	} else if (reported) {
 		xsk_progress_rx(s, XSOCK_RX_ALWAYS);
-		s->rx_hint = false; /* received just now */
+		xsk_set_rx_hint(s, false); /* received just now */
 	} else {
 		xsk_progress(s);
 	}
 	r = xsk_revents(s);
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
 }
 
@@ -78,7 +79,7 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 				 * (registered as a waiting writer) for writers */
 				int cf[4]; /* xsk_wait_fds' 3, plus the wake fd of a reader-writer */
 				struct xsk *sk = socks[i];
-				pthread_mutex_lock(&sk->mu);
+				xsk_lock(sk);
 				int k = xsk_wait_fds(sk, cf, false);
 				if (!(fds[i].events & POLLIN))
 					k--; /* the ready fd is the last one */
@@ -89,18 +90,15 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 					rxw[i] = nw + 1;
 					w[nw++] = (struct pollfd){ .fd = tcp, .events = POLLIN };
 				}
-				if ((fds[i].events & POLLOUT) && sk->wake_fd >= 0) {
-					cf[k++] = sk->wake_fd;
-					sk->writers_waiting++;
+				if ((fds[i].events & POLLOUT) && xsk_wake_fd(sk) >= 0) {
+					cf[k++] = xsk_wake_fd(sk);
+					xsk_writer_begin(sk);
 					writer[i] = true;
-					/* writable since sk_poll_one: nobody woke us */
-					if (xsk_revents(sk) & (POLLOUT | POLLERR | POLLHUP)) {
-						uint64_t one = 1;
-						if (xsk_real.write(sk->wake_fd, &one, sizeof(one)) < 0)
-							one = 0;
-					}
+					/* writable since xsk_poll_one: nobody woke us */
+					if (xsk_revents(sk) & (POLLOUT | POLLERR | POLLHUP))
+						xsk_writer_kick(sk);
 				}
-				pthread_mutex_unlock(&sk->mu);
+				xsk_unlock(sk);
 				for (int j = 0; j < k; j++)
 					w[nw++] = (struct pollfd){ .fd = cf[j], .events = POLLIN };
 			}
@@ -112,19 +110,16 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 		int e = errno;
 		for (nfds_t i = 0; i < n; i++) {
 			if (writer[i]) {
-				uint64_t v;
-				pthread_mutex_lock(&socks[i]->mu);
-				socks[i]->writers_waiting--;
-				if (xsk_real.read(socks[i]->wake_fd, &v, sizeof(v)) < 0)
-					v = 0;
-				pthread_mutex_unlock(&socks[i]->mu);
+				xsk_lock(socks[i]);
+				xsk_writer_end(socks[i]);
+				xsk_unlock(socks[i]);
 				writer[i] = false;
 			}
 			if (rxw[i]) {
 				rx_woke[i] = k > 0 && (w[rxw[i] - 1].revents & POLLIN);
-				pthread_mutex_lock(&socks[i]->mu);
+				xsk_lock(socks[i]);
 				xsk_rx_wait_end(socks[i]);
-				pthread_mutex_unlock(&socks[i]->mu);
+				xsk_unlock(socks[i]);
 				rxw[i] = 0;
 			}
 		}

@@ -12,6 +12,7 @@
 
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 #include "libxsock/xsock.h"
 
 static bool eligible(int domain, int type, int protocol)
@@ -38,29 +39,6 @@ XSK_EXPORT int socket(int domain, int type, int protocol)
 	return fd;
 }
 
-static void opt_record(struct xsk *s, int level, int name, int val)
-{
-	for (int i = 0; i < s->nopts; i++) {
-		if (s->opts[i].level == level && s->opts[i].name == name) {
-			s->opts[i].val = val;
-			return;
-		}
-	}
-	if (s->nopts < XSK_MAX_OPTS)
-		s->opts[s->nopts++] = (struct xsk_opt){ level, name, val };
-}
-
-static bool opt_find(struct xsk *s, int level, int name, int *val)
-{
-	for (int i = 0; i < s->nopts; i++) {
-		if (s->opts[i].level == level && s->opts[i].name == name) {
-			*val = s->opts[i].val;
-			return true;
-		}
-	}
-	return false;
-}
-
 static int set_iwarp_mode(int fd, int on)
 {
 	struct xsk *s = xsk_fd_get(fd);
@@ -68,9 +46,9 @@ static int set_iwarp_mode(int fd, int on)
 	socklen_t sl = sizeof(int);
 
 	if (s) {
-		enum xsk_state st = s->state;
+		enum xsk_state st = xsk_state(s);
 		if (st == XSK_FRESH)
-			s->by_rules = false; /* the application decided */
+			xsk_set_by_rules(s, false); /* the application decided */
 		xsk_fd_put(s);
 		if (st == XSK_FRESH) {
 			if (!on)
@@ -143,34 +121,17 @@ static bool tcp_passes(int level, int name)
 	}
 }
 
-static int sk_tcp(struct xsk *s, int op, int level, int name, void *val, socklen_t *len)
-{
-	const struct xsk_stack *st = xsk_stack();
-
-	if (!st || !st->tcp || !s->id || s->state != XSK_CONNECTED)
-		return -ENOTCONN;
-	return st->tcp(s->id, op, level, name, val, len);
-}
-
 void xsk_opts_apply(struct xsk *s)
 {
-	for (int i = 0; i < s->nopts; i++) {
-		if (!tcp_passes(s->opts[i].level, s->opts[i].name))
+	struct xsk_opt o[XSK_MAX_OPTS];
+	int n = xsk_opts_get(s, o);
+
+	for (int i = 0; i < n; i++) {
+		if (!tcp_passes(o[i].level, o[i].name))
 			continue;
 		socklen_t l = sizeof(int);
-		sk_tcp(s, XSOCK_TCP_SETOPT, s->opts[i].level, s->opts[i].name, &s->opts[i].val, &l);
+		xsk_sock_tcp(s, XSOCK_TCP_SETOPT, o[i].level, o[i].name, &o[i].val, &l);
 	}
-}
-
-void xsk_opts_copy(struct xsk *c, const struct xsk *l)
-{
-	memcpy(c->opts, l->opts, sizeof(c->opts));
-	c->nopts = l->nopts;
-	c->rcvtimeo_us = l->rcvtimeo_us;
-	c->sndtimeo_us = l->sndtimeo_us;
-	c->rcvlowat = l->rcvlowat;
-	c->linger_on = l->linger_on;
-	c->linger_s = l->linger_s;
 }
 
 /* The options libxsock keeps itself (s->mu held): 0 or -errno, 1 if name
@@ -191,7 +152,7 @@ static int opt_set_own(struct xsk *s, int level, int name, const void *val, sock
 		int64_t us = tv.tv_sec < 0 ? -1 : (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 		if (tv.tv_sec > (int64_t)1 << 40)
 			us = 0;
-		*(rcv ? &s->rcvtimeo_us : &s->sndtimeo_us) = us;
+		xsk_set_timeo(s, rcv, us);
 		return 0;
 	}
 	if (level != SOL_SOCKET)
@@ -202,17 +163,16 @@ static int opt_set_own(struct xsk *s, int level, int name, const void *val, sock
 		if (!val || len < sizeof(lg))
 			return -EINVAL;
 		memcpy(&lg, val, sizeof(lg));
-		s->linger_on = lg.l_onoff != 0;
-		s->linger_s = lg.l_linger < 0 ? 0 : lg.l_linger;
+		xsk_set_linger(s, lg.l_onoff != 0, lg.l_linger < 0 ? 0 : lg.l_linger);
 		return 0;
 	}
 	case SO_RCVLOWAT:
 		if (!val || len < sizeof(int))
 			return -EINVAL;
 		memcpy(&v, val, sizeof(v));
-		if (v < 0 || (uint32_t)v > s->rbuf_size / 2)
-			v = (int)(s->rbuf_size / 2); /* data beyond half the ring may never come */
-		s->rcvlowat = v ? v : 1;
+		if (v < 0 || (uint32_t)v > xsk_rbuf_size(s) / 2)
+			v = (int)(xsk_rbuf_size(s) / 2); /* data beyond half the ring may never come */
+		xsk_set_rcvlowat(s, v ? v : 1);
 		return 0;
 	case SO_SNDLOWAT:
 		return -ENOPROTOOPT; /* as Linux */
@@ -233,7 +193,7 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 	if (!val || !len)
 		return -EFAULT;
 	if (is_timeo(level, name, &rcv)) {
-		int64_t us = rcv ? s->rcvtimeo_us : s->sndtimeo_us;
+		int64_t us = xsk_timeo(s, rcv);
 		struct timeval tv = { 0, 0 };
 		if (us > 0)
 			tv = (struct timeval){ (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
@@ -243,22 +203,25 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 		return 0;
 	}
 	if (level == SOL_SOCKET && name == SO_LINGER) {
-		struct linger lg = { s->linger_on, s->linger_s };
+		bool on;
+		int secs;
+		xsk_linger(s, &on, &secs);
+		struct linger lg = { on, secs };
 		l = *len < sizeof(lg) ? *len : (socklen_t)sizeof(lg);
 		memcpy(val, &lg, l);
 		*len = l;
 		return 0;
 	}
 	if (level == SOL_SOCKET && name == SO_RCVLOWAT)
-		return put_int_opt(val, len, s->rcvlowat) < 0 ? -EINVAL : 0;
+		return put_int_opt(val, len, xsk_rcvlowat(s)) < 0 ? -EINVAL : 0;
 	if (level == SOL_SOCKET && name == SO_SNDLOWAT)
 		return put_int_opt(val, len, 1) < 0 ? -EINVAL : 0;
 	if (level == IPPROTO_TCP && name == TCP_MAXSEG) {
 		/* the MSS of the TCP connection under the stream */
 		int mss = 0;
 		l = sizeof(mss);
-		if (sk_tcp(s, XSOCK_TCP_GETOPT, level, name, &mss, &l) < 0 || mss <= 0) {
-			if (!opt_find(s, level, name, &mss) || mss <= 0)
+		if (xsk_sock_tcp(s, XSOCK_TCP_GETOPT, level, name, &mss, &l) < 0 || mss <= 0) {
+			if (!xsk_opt_find(s, level, name, &mss) || mss <= 0)
 				mss = XSK_MSS_DEFAULT;
 		}
 		return put_int_opt(val, len, mss) < 0 ? -EINVAL : 0;
@@ -266,11 +229,11 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 	if (level == IPPROTO_TCP && name == TCP_INFO) {
 		struct tcp_info ti;
 		l = sizeof(ti);
-		if (sk_tcp(s, XSOCK_TCP_GETOPT, level, name, &ti, &l) < 0) {
+		if (xsk_sock_tcp(s, XSOCK_TCP_GETOPT, level, name, &ti, &l) < 0) {
 			/* no connection to report on: zeros, and the state */
 			memset(&ti, 0, sizeof(ti));
-			ti.tcpi_state = s->state == XSK_LISTENING ? TCP_LISTEN :
-					s->state == XSK_CONNECTED ? TCP_ESTABLISHED : TCP_CLOSE;
+			ti.tcpi_state = xsk_state(s) == XSK_LISTENING ? TCP_LISTEN :
+					xsk_state(s) == XSK_CONNECTED ? TCP_ESTABLISHED : TCP_CLOSE;
 			l = sizeof(ti);
 		}
 		if (*len < l)
@@ -282,7 +245,7 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 	if (tcp_passes(level, name)) {
 		int v = 0;
 		l = sizeof(v);
-		if (sk_tcp(s, XSOCK_TCP_GETOPT, level, name, &v, &l) < 0)
+		if (xsk_sock_tcp(s, XSOCK_TCP_GETOPT, level, name, &v, &l) < 0)
 			return 1; /* recorded */
 		return put_int_opt(val, len, v) < 0 ? -EINVAL : 0;
 	}
@@ -307,8 +270,8 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if (val && len >= sizeof(int))
 		memcpy(&v, val, sizeof(v));
-	pthread_mutex_lock(&s->mu);
-	bool fresh = s->state == XSK_FRESH;
+	xsk_lock(s);
+	bool fresh = xsk_state(s) == XSK_FRESH;
 	int rc = 0;
 	/* still the kernel's socket: it checks the value first */
 	if (fresh && REAL(setsockopt)(fd, level, name, val, len) < 0)
@@ -317,16 +280,16 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		rc = opt_set_own(s, level, name, val, len);
 	if (rc == 1) {
 		rc = 0;
-		opt_record(s, level, name, v);
+		xsk_opt_record(s, level, name, v);
 		if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= (int)XSK_RBUF_MIN)
-			s->rbuf_size = (unsigned)v > XSK_RBUF_MAX ? XSK_RBUF_MAX : ((uint32_t)v & ~1u);
-		if (!fresh && tcp_passes(level, name) && s->state == XSK_CONNECTED) {
-			int r = sk_tcp(s, XSOCK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
+			xsk_set_rbuf_size(s, (unsigned)v > XSK_RBUF_MAX ? XSK_RBUF_MAX : ((uint32_t)v & ~1u));
+		if (!fresh && tcp_passes(level, name) && xsk_state(s) == XSK_CONNECTED) {
+			int r = xsk_sock_tcp(s, XSOCK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
 			if (r < 0 && r != -ENOTCONN)
 				rc = r; /* the TCP socket refused the value */
 		}
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return rc ? (int)xsk_fail(-rc) : 0;
 }
@@ -363,9 +326,9 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 	}
 	if (!s)
 		return REAL(getsockopt)(fd, level, name, val, len);
-	pthread_mutex_lock(&s->mu);
-	if (s->state == XSK_FRESH) {
-		pthread_mutex_unlock(&s->mu);
+	xsk_lock(s);
+	if (xsk_state(s) == XSK_FRESH) {
+		xsk_unlock(s);
 		xsk_fd_put(s);
 		return REAL(getsockopt)(fd, level, name, val, len);
 	}
@@ -373,49 +336,48 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 	if (level == IPPROTO_IP && name == IP_OPTIONS && len) {
 		/* no IP options on the connection (sshd drops a client whose
 		 * connection has some: it would read an int as options) */
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		xsk_fd_put(s);
 		*len = 0;
 		return 0;
 	}
 	int own = opt_get_own(s, level, name, val, len);
 	if (own <= 0) {
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		xsk_fd_put(s);
 		return own ? (int)xsk_fail(-own) : 0;
 	}
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_ERROR:
-			v = s->err;
-			s->err = 0;
+			v = xsk_take_err(s);
 			break;
 		case SO_TYPE:
 			v = SOCK_STREAM;
 			break;
 		case SO_DOMAIN:
-			v = s->family;
+			v = xsk_family(s);
 			break;
 		case SO_PROTOCOL:
 			v = IPPROTO_TCP;
 			break;
 		case SO_ACCEPTCONN:
-			v = s->state == XSK_LISTENING;
+			v = xsk_state(s) == XSK_LISTENING;
 			break;
 		case SO_RCVBUF:
-			v = (int)s->rbuf_size;
+			v = (int)xsk_rbuf_size(s);
 			break;
 		case SO_SNDBUF:
-			v = (int)s->sbuf_size;
+			v = (int)xsk_sbuf_size(s);
 			break;
 		default:
-			opt_find(s, level, name, &v);
+			xsk_opt_find(s, level, name, &v);
 			break;
 		}
 	} else {
-		opt_find(s, level, name, &v);
+		xsk_opt_find(s, level, name, &v);
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return put_int_opt(val, len, v);
 }
@@ -444,17 +406,15 @@ XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (!s)
 		return REAL(bind)(fd, addr, len);
-	if (s->state != XSK_FRESH) {
+	if (xsk_state(s) != XSK_FRESH) {
 		xsk_fd_put(s);
 		return (int)xsk_fail(EINVAL);
 	}
 	rc = REAL(bind)(fd, addr, len);
 	if (rc == 0) {
-		socklen_t l = sizeof(s->local);
-		pthread_mutex_lock(&s->mu);
-		if (xsk_real.getsockname(fd, (struct sockaddr *)&s->local, &l) == 0)
-			s->have_local = true;
-		pthread_mutex_unlock(&s->mu);
+		xsk_lock(s);
+		xsk_learn_local(s, fd);
+		xsk_unlock(s);
 	}
 	xsk_fd_put(s);
 	return rc;
@@ -464,24 +424,24 @@ XSK_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 
-	if (!s || s->state == XSK_FRESH) {
+	if (!s || xsk_state(s) == XSK_FRESH) {
 		if (s)
 			xsk_fd_put(s);
 		return REAL(getsockname)(fd, addr, len);
 	}
-	pthread_mutex_lock(&s->mu);
+	xsk_lock(s);
 	if (!addr || !len) {
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		xsk_fd_put(s);
 		return (int)xsk_fail(EFAULT);
 	}
-	if (s->have_local) {
-		xsk_addr_copy(&s->local, addr, len);
+	if (xsk_local(s)) {
+		xsk_addr_copy(xsk_local(s), addr, len);
 	} else {
-		struct sockaddr_storage any = { .ss_family = (sa_family_t)s->family };
+		struct sockaddr_storage any = { .ss_family = (sa_family_t)xsk_family(s) };
 		xsk_addr_copy(&any, addr, len);
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return 0;
 }
@@ -491,19 +451,19 @@ XSK_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc = 0;
 
-	if (!s || s->state == XSK_FRESH) {
+	if (!s || xsk_state(s) == XSK_FRESH) {
 		if (s)
 			xsk_fd_put(s);
 		return REAL(getpeername)(fd, addr, len);
 	}
-	pthread_mutex_lock(&s->mu);
-	if (s->state != XSK_CONNECTED)
+	xsk_lock(s);
+	if (xsk_state(s) != XSK_CONNECTED)
 		rc = (int)xsk_fail(ENOTCONN);
 	else if (!addr || !len)
 		rc = (int)xsk_fail(EFAULT);
 	else
-		xsk_addr_copy(&s->peer, addr, len);
-	pthread_mutex_unlock(&s->mu);
+		xsk_addr_copy(xsk_peer(s), addr, len);
+	xsk_unlock(s);
 	xsk_fd_put(s);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
 
 /* Block until the socket may have made progress (or timeout).  A writer
  * registers itself so that a thread which makes the socket writable wakes
@@ -18,36 +19,33 @@ static int sk_wait(struct xsk *s, int timeout_ms, bool writer, struct xsk_sigsna
 	struct pollfd p[4];
 	int fds[4], n, rc = 0, rxfd;
 
-	pthread_mutex_lock(&s->mu);
+	xsk_lock(s);
 	n = xsk_wait_fds(s, fds, writer);
 	rxfd = n ? xsk_rx_wait_begin(s) : -1; /* receive the data on this thread */
 	if (rxfd >= 0)
 		fds[n++] = rxfd;
 	if (writer) {
-		s->writers_waiting++;
+		xsk_writer_begin(s);
 		/* another thread may have made progress since the caller's
 		 * attempt, before it could see a waiting writer to wake */
 		if (xsk_revents(s) & (POLLOUT | POLLERR | POLLHUP))
 			timeout_ms = 0;
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_unlock(s);
 	for (int i = 0; i < n; i++)
 		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	if (!n)
 		return -ENOTCONN;
 	rc = xsk_sig_poll(p, (nfds_t)n, timeout_ms, snap);
 	if (rxfd >= 0) {
-		pthread_mutex_lock(&s->mu);
+		xsk_lock(s);
 		xsk_rx_wait_end(s);
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 	}
 	if (writer) {
-		uint64_t v;
-		pthread_mutex_lock(&s->mu);
-		s->writers_waiting--;
-		if (s->wake_fd >= 0 && xsk_real.read(s->wake_fd, &v, sizeof(v)) < 0)
-			v = 0;
-		pthread_mutex_unlock(&s->mu);
+		xsk_lock(s);
+		xsk_writer_end(s);
+		xsk_unlock(s);
 	}
 	return rc;
 }
