@@ -41,6 +41,18 @@ static int iov_skip(const struct iovec *iov, int cnt, size_t skip, struct iovec 
 	return n;
 }
 
+/* What both directions refuse (0 or -errno), and the call's start for
+ * the signal rules (xsk_wait_step). */
+static int data_begin(int cnt, int flags, struct xsk_sigsnap *snap)
+{
+	if (cnt < 0 || cnt > 1024)
+		return -EINVAL;
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP; /* no urgent data on an IWARP socket */
+	xsk_sig_snap(snap);
+	return 0;
+}
+
 /* A blocking receive returns once it has min(SO_RCVLOWAT, len) bytes (all
  * of them with MSG_WAITALL), at end of stream or error, or (with what it
  * has, or EAGAIN/EINTR) after SO_RCVTIMEO or a signal. */
@@ -51,13 +63,10 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 	struct iovec stackv[XSK_IOV_STACK], *v = stackv;
 	struct xsk_sigsnap snap;
 	int64_t deadline;
-	ssize_t r;
+	ssize_t r = data_begin(cnt, flags, &snap);
 
-	if (cnt < 0 || cnt > 1024)
-		return xsk_fail(EINVAL);
-	if (flags & MSG_OOB)
-		return xsk_fail(EOPNOTSUPP); /* no urgent data on an IWARP socket */
-	xsk_sig_snap(&snap);
+	if (r)
+		return xsk_fail((int)-r);
 	xsk_lock(s);
 	if (!xsk_relay_self)
 		xsk_note_app_read(s);
@@ -117,20 +126,16 @@ static ssize_t sk_recv(struct xsk *s, const struct iovec *iov, int cnt, int flag
 static ssize_t sk_send(struct xsk *s, const struct iovec *iov, int cnt, int flags)
 {
 	size_t total = iov_total(iov, cnt), done = 0;
+	int64_t deadline = -2; /* set on the first look (one lock less) */
 	struct xsk_sigsnap snap;
-	int64_t deadline;
-	ssize_t r;
+	ssize_t r = data_begin(cnt, flags, &snap);
 
-	if (cnt < 0 || cnt > 1024)
-		return xsk_fail(EINVAL);
-	if (flags & MSG_OOB)
-		return xsk_fail(EOPNOTSUPP);
-	xsk_sig_snap(&snap);
-	xsk_lock(s);
-	deadline = xsk_timeo_deadline(xsk_timeo(s, false));
-	xsk_unlock(s);
+	if (r)
+		return xsk_fail((int)-r);
 	for (;;) {
 		xsk_lock(s);
+		if (deadline == -2)
+			deadline = xsk_timeo_deadline(xsk_timeo(s, false));
 		bool skipped = xsk_progress_io(s, flags, false);
 		r = xsk_send_locked(s, iov, cnt, flags, &done);
 		bool nb = xsk_nonblock(s) || (flags & MSG_DONTWAIT);
@@ -168,19 +173,15 @@ ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags
 	return sk_send(s, iov, cnt, flags);
 }
 
-#define RECV_WRAP(s_, iov_, cnt_, flags_)              \
-	do {                                           \
-		ssize_t r_ = sk_recv(s_, iov_, cnt_, flags_); \
-		xsk_fd_put(s_);                            \
-		return r_;                             \
+/* fn_ (sk_recv or sk_send) on s_, whose reference goes; returns its result. */
+#define IO_WRAP(fn_, s_, iov_, cnt_, flags_)             \
+	do {                                             \
+		ssize_t r_ = fn_(s_, iov_, cnt_, flags_); \
+		xsk_fd_put(s_);                          \
+		return r_;                               \
 	} while (0)
-
-#define SEND_WRAP(s_, iov_, cnt_, flags_)              \
-	do {                                           \
-		ssize_t r_ = sk_send(s_, iov_, cnt_, flags_); \
-		xsk_fd_put(s_);                            \
-		return r_;                             \
-	} while (0)
+#define RECV_WRAP(s_, iov_, cnt_, flags_) IO_WRAP(sk_recv, s_, iov_, cnt_, flags_)
+#define SEND_WRAP(s_, iov_, cnt_, flags_) IO_WRAP(sk_send, s_, iov_, cnt_, flags_)
 
 ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
 {
