@@ -13,14 +13,16 @@
 #include "config.h"
 
 #include "libxsock/xsk_priv.h"
+#include "libxsock/xsk_sock.h"
 
 bool xsk_epoll_edge(struct xsk_epreg *r, struct xsk *s, uint32_t got)
 {
-	pthread_mutex_lock(&s->mu);
-	uint16_t rseq = s->rmsg_arrived;
-	uint32_t tail = s->sbuf_tail;
-	unsigned acc = s->acceptq_seq;
-	pthread_mutex_unlock(&s->mu);
+	xsk_lock(s);
+	uint16_t rseq;
+	uint32_t tail;
+	unsigned acc;
+	xsk_edge_marks(s, &rseq, &tail, &acc);
+	xsk_unlock(s);
 
 	bool edge = (got & ~r->et_events) || rseq != r->et_rseq || tail != r->et_tail ||
 		    acc != r->et_acc;

@@ -236,10 +236,15 @@ struct xsk_rmsg {
 	uint32_t len; /* bytes of this Data Transfer message not yet read */
 };
 
+/* The socket.  Its layout is a contract between the protocol files
+ * (xsk_proto.c, xsk_ext.c, xsk_fork.c, xsk_relay.c, xsk_exec.c) and the
+ * accessors of xsk_sock.h / xsk_sock.c: the interposer (xsk_intercept.h's
+ * files, xsk_epoll_et.c, xsk_sendfile.c) uses only those. */
 struct xsk {
 	pthread_mutex_t mu;
-	int refs; /* fd numbers naming it + calls in progress (xsk_tab_mu) */
-	int nfds; /* fd numbers naming it */
+	/* its reference count, once an fd number names it (xsk_fdtab.c;
+	 * set under the table lock at the first attach, then fixed) */
+	struct xsk_file *file;
 	enum xsk_state state;
 	bool nonblock;
 	bool cloexec;
@@ -259,7 +264,7 @@ struct xsk {
 	bool have_local;
 	struct xsk_opt opts[XSK_MAX_OPTS];
 	int nopts;
-	/* options libxsock honours itself (xsk_intercept.c) */
+	/* options libxsock honours itself (xsk_sockopt.c) */
 	int64_t rcvtimeo_us, sndtimeo_us; /* SO_RCVTIMEO/SO_SNDTIMEO: 0 none, < 0 no wait */
 	int rcvlowat; /* SO_RCVLOWAT (>= 1) */
 	bool linger_on; /* SO_LINGER */
@@ -340,7 +345,7 @@ struct xsk {
 	struct xsk *svc_next;
 	bool in_svc;
 
-	/* epoll registrations naming this socket (xsk_tab_mu) */
+	/* epoll registrations naming this socket (xsk_epoll.c; the table lock) */
 	struct xsk_epreg *regs;
 
 	/* the extended calls' state (xsk_ext.c), NULL until one is used */
@@ -383,7 +388,7 @@ struct xsk_epreg {
  * socket has now) is a new edge for registration r: a bit that was clear
  * at the last look, or a message or send completion since (spurious
  * reports are allowed, missed edges are not).  Records what it saw.
- * xsk_tab_mu held, s->mu not held. */
+ * The table lock held (xsk_tab_lock), s->mu not held. */
 bool xsk_epoll_edge(struct xsk_epreg *r, struct xsk *s, uint32_t got);
 
 /* ---- protocol (xsk_proto.c); s->mu held unless noted --------------------- */
@@ -451,17 +456,17 @@ void xsk_set_ready_after_io(struct xsk *s, bool nothing_found);
  * does that for TCP).  s->mu not held. */
 int xsk_svc_add(struct xsk *s);
 
-/* The socket options the connection's TCP socket gets (xsk_intercept.c):
+/* The socket options the connection's TCP socket gets (xsk_sockopt.c):
  * the recorded ones, once the connection exists (s->mu held). */
 void xsk_opts_apply(struct xsk *s);
 /* The socket options and the ones libxsock honours itself (timeouts,
  * SO_RCVLOWAT, SO_LINGER) of l onto c: an accepted socket gets its
- * listener's, an exec hand-over the old process's. */
+ * listener's, an exec hand-over the old process's (xsk_sock.c). */
 void xsk_opts_copy(struct xsk *c, const struct xsk *l);
 
 /* ---- exec hand-over (xsk_exec.c; xsock(7) EXEC) -------------------------------- */
 
-/* Each fd number naming a socket (xsk_intercept.c; table lock held). */
+/* Each fd number naming a socket (xsk_fdtab.c; table lock held). */
 void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg);
 /* The lowest fd number >= fd naming an IWARP socket or an epoll set that
  * holds one (close() has work to do there), or -1.  No lock. */
@@ -481,7 +486,7 @@ int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey,
 
 /* The blocking send of write(2) and send(2) (SO_SNDTIMEO, signals,
  * O_NONBLOCK; SIGPIPE unless MSG_NOSIGNAL): the count sent, or -1 with
- * errno set (xsk_intercept.c; s->mu not held). */
+ * errno set (xsk_data.c; s->mu not held). */
 ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags);
 
 /* ---- signals (xsk_signal.c) -------------------------------------------------- */
@@ -510,7 +515,8 @@ int xsk_sig_poll(struct pollfd *p, nfds_t n, int timeout_ms, struct xsk_sigsnap 
 #define XSK_WR_USER (1ull << 60)
 
 /* The socket an fd names, with a reference (NULL: not an IWARP socket);
- * xsk_fd_put drops it (xsk_intercept.c). */
+ * xsk_fd_put drops it (xsk_fdtab.c: lock-free but for the last put,
+ * which takes the table lock and frees the socket).  Any thread. */
 struct xsk *xsk_fd_get(int fd);
 void xsk_fd_put(struct xsk *s);
 /* The hooks, called with s->mu held unless noted:
@@ -583,7 +589,7 @@ void xsk_relay_free(struct xsk *s); /* xsk_free (s->mu not held) */
  * closed it, another process still holds a relay copy); that thread calls
  * xsk_free again once the copy is closed */
 bool xsk_relay_orphan(struct xsk *s);
-/* xsk_intercept.c for the relay threads: one non-blocking call on s (dir
+/* xsk_data.c for the relay threads: one non-blocking call on s (dir
  * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the
  * interposed calls */
 ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "libxsock/xsk_priv.h"
+#include "libxsock/xsk_sock.h"
 
 _Static_assert(sizeof(off_t) == 8, "sendfile64 is sendfile");
 
@@ -88,11 +89,11 @@ static ssize_t sf_send(struct xsk *s, int in, off_t pos, size_t count)
 	}
 	while (done < count) {
 		size_t want = count - done < cap ? count - done : cap;
-		pthread_mutex_lock(&s->mu);
-		bool nb = s->nonblock;
-		uint32_t room = s->sbuf_size - s->sbuf_used;
+		xsk_lock(s);
+		bool nb = xsk_nonblock(s);
+		uint32_t room = xsk_sbuf_room(s);
 		bool out = (xsk_revents(s) & POLLOUT) != 0;
-		pthread_mutex_unlock(&s->mu);
+		xsk_unlock(s);
 		if (nb && done && !out)
 			break; /* the socket is full: do not read what it cannot take */
 		if (nb && room && want > room)
@@ -134,7 +135,7 @@ XSK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	ssize_t r;
 	int rc;
 
-	if (s && s->state == XSK_FRESH) {
+	if (s && xsk_state(s) == XSK_FRESH) {
 		xsk_fd_put(s);
 		s = NULL;
 	}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* listen(), connect() and accept(): the selection rules' last word on a
+ * candidate socket, then the fd number taken over by the socket's inner
+ * epoll fd (take_over), and an accepted connection's new fd number; a
+ * mixed listener's plain TCP clients come back as kernel sockets. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_config.h"
+#include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_sock.h"
+
+/* A socket the rules made a candidate: true (and the fd is plain TCP
+ * again) if the rules say TCP for this role and address. */
+static bool rules_say_tcp(int fd, struct xsk *s, int role, const struct sockaddr *sa)
+{
+	struct sockaddr_storage any = { .ss_family = (sa_family_t)xsk_family(s) };
+
+	if (xsk_state(s) != XSK_FRESH || !xsk_by_rules(s))
+		return false;
+	if (!sa)
+		sa = (const struct sockaddr *)(xsk_local(s) ? xsk_local(s) : &any);
+	if (xsk_config_decide(role, sa))
+		return false;
+	xsk_tab_detach(fd);
+	return true;
+}
+
+/* Replace the original TCP socket under every fd number naming s by the
+ * inner epoll fd, and re-register s in the epoll sets that knew it. */
+static int take_over(int fd, struct xsk *s)
+{
+	int rc = xsk_make_fds(s);
+	int flags = xsk_cloexec(s) ? O_CLOEXEC : 0;
+
+	if (rc)
+		return rc;
+	if (xsk_real.dup3(xsk_epfd(s), fd, flags) < 0)
+		return -errno;
+	if (xsk_tab_nfds(s) > 1) {
+		for (int i = xsk_tab_next_of(s, 0); i >= 0; i = xsk_tab_next_of(s, i + 1))
+			if (i != fd)
+				xsk_real.dup3(xsk_epfd(s), i, flags);
+	}
+	xsk_set_app_epfd(s, fd); /* (the one made is closed) */
+	if (xsk_nonblock(s)) {
+		int fl = xsk_real.fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			xsk_real.fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	xsk_ep_readd(s);
+	return 0;
+}
+
+XSK_EXPORT int listen(int fd, int backlog)
+{
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
+	int rc;
+
+	if (s && rules_say_tcp(fd, s, XSK_ROLE_LISTEN, NULL)) {
+		xsk_fd_put(s);
+		s = NULL;
+	}
+	if (!s)
+		return REAL(listen)(fd, backlog);
+	xsk_lock(s);
+	if (xsk_state(s) == XSK_LISTENING) {
+		xsk_set_backlog(s, backlog);
+		rc = 0;
+		goto out;
+	}
+	if (xsk_state(s) != XSK_FRESH) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!xsk_local(s)) {
+		/* like TCP: an unbound listener gets an ephemeral port */
+		struct sockaddr_storage any = { .ss_family = (sa_family_t)xsk_family(s) };
+		rc = xsk_real.bind(fd, (struct sockaddr *)&any, xsk_sa_len(&any)) < 0 ?
+			     -errno :
+			     xsk_learn_local(s, fd);
+		if (rc)
+			goto out;
+	}
+	/* the original socket's IPV6_V6ONLY (set by the application or by
+	 * net.ipv6.bindv6only) goes to the stack's listener */
+	int v6only = -1;
+	if (xsk_family(s) == AF_INET6) {
+		socklen_t vl = sizeof(v6only);
+		if (xsk_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &vl) < 0)
+			v6only = -1;
+	}
+	xsk_set_v6only(s, v6only);
+	rc = take_over(fd, s);
+	if (!rc)
+		rc = xsk_listen_start(s, (const struct sockaddr *)xsk_local(s), backlog);
+	if (rc) {
+		xsk_set_closed(s, true);
+	}
+out:
+	xsk_unlock(s);
+	if (!rc)
+		xsk_svc_add(s);
+	xsk_fd_put(s);
+	return rc ? (int)xsk_fail(-rc) : 0;
+}
+
+XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
+	int rc = 0;
+
+	if (s && addr &&
+	    ((addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
+	     (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))) &&
+	    rules_say_tcp(fd, s, XSK_ROLE_CONNECT, addr)) {
+		xsk_fd_put(s);
+		s = NULL;
+	}
+	if (!s)
+		return REAL(connect)(fd, addr, len);
+	xsk_lock(s);
+	switch (xsk_state(s)) {
+	case XSK_FRESH:
+		break;
+	case XSK_CONNECTING:
+		rc = -EALREADY;
+		goto out;
+	case XSK_CONNECTED:
+		rc = -EISCONN;
+		goto out;
+	case XSK_LISTENING:
+		rc = -EINVAL;
+		goto out;
+	case XSK_CLOSED:
+		rc = -xsk_take_err(s);
+		if (!rc)
+			rc = -EBADFD;
+		goto out;
+	}
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
+	    len < sizeof(struct sockaddr_in)) {
+		rc = -EAFNOSUPPORT;
+		goto out;
+	}
+	rc = take_over(fd, s);
+	if (!rc)
+		rc = xsk_connect_start(s, addr, len);
+	if (rc) {
+		xsk_set_closed(s, false);
+		goto out;
+	}
+	xsk_progress(s);
+	struct xsk_sigsnap snap;
+	int64_t deadline = xsk_timeo_deadline(xsk_timeo(s, false));
+	xsk_sig_snap(&snap);
+	while (xsk_state(s) == XSK_CONNECTING) {
+		if (xsk_nonblock(s)) {
+			rc = -EINPROGRESS;
+			goto out;
+		}
+		xsk_unlock(s);
+		int w = xsk_wait_step(s, deadline, true, false, &snap);
+		xsk_lock(s);
+		if (w) {
+			/* the connection goes on, like TCP: EINTR, or after
+			 * SO_SNDTIMEO EINPROGRESS */
+			rc = w == -EAGAIN ? -EINPROGRESS : w;
+			goto out;
+		}
+		xsk_progress(s);
+	}
+	if (xsk_state(s) != XSK_CONNECTED) {
+		rc = -xsk_take_err(s);
+		if (!rc)
+			rc = -ECONNREFUSED;
+	}
+out:
+	xsk_unlock(s);
+	xsk_fd_put(s);
+	return rc ? (int)xsk_fail(-rc) : 0;
+}
+
+/* The options a kernel TCP socket passes to the connections it accepts,
+ * when the application set them on a mixed listener. */
+static bool opt_inherited(const struct xsk_opt *o)
+{
+	if (o->level == SOL_SOCKET)
+		return o->name == SO_KEEPALIVE || o->name == SO_RCVBUF || o->name == SO_SNDBUF ||
+		       o->name == SO_OOBINLINE || o->name == SO_PRIORITY;
+	if (o->level == IPPROTO_TCP)
+		return o->name == TCP_NODELAY || o->name == TCP_KEEPIDLE ||
+		       o->name == TCP_KEEPINTVL || o->name == TCP_KEEPCNT ||
+		       o->name == TCP_USER_TIMEOUT;
+	return false;
+}
+
+/* A mixed listener's plain TCP client (xsock(7) MIXED LISTENER): its
+ * kernel socket, not an IWARP socket, so every later call on it goes
+ * straight to libc.  l is the listener (referenced), c the shell that
+ * held the socket in the accept queue. */
+static int accept_plain(struct xsk *l, struct xsk *c, struct sockaddr *addr, socklen_t *len,
+			int flags)
+{
+	struct xsk_opt opts[XSK_MAX_OPTS];
+	struct sockaddr_storage peer = { .ss_family = (sa_family_t)xsk_family(l) };
+	socklen_t pl = sizeof(peer);
+	int fd = xsk_take_plain_fd(c), nopts, fl;
+
+	xsk_free(c);
+	xsk_lock(l);
+	nopts = xsk_opts_get(l, opts);
+	xsk_unlock(l);
+	/* the stack made it nonblocking and close-on-exec: accept4's flags
+	 * decide, as for any accepted socket */
+	fl = xsk_real.fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		xsk_real.fcntl(fd, F_SETFL,
+			       (flags & SOCK_NONBLOCK) ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+	xsk_real.fcntl(fd, F_SETFD, (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0);
+	for (int i = 0; i < nopts; i++)
+		if (opt_inherited(&opts[i]))
+			xsk_real.setsockopt(fd, opts[i].level, opts[i].name, &opts[i].val,
+					    sizeof(opts[i].val));
+	/* a client already gone has no peer name any more: the family only */
+	if (xsk_real.getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+		memset(&peer, 0, sizeof(peer));
+	peer.ss_family = (sa_family_t)xsk_family(l);
+	xsk_addr_copy(&peer, addr, len);
+	return fd;
+}
+
+XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
+	struct xsk *c = NULL;
+	int rc = 0;
+
+	if (!s)
+		return REAL(accept4)(fd, addr, len, flags);
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		xsk_fd_put(s);
+		return (int)xsk_fail(EINVAL);
+	}
+	xsk_fork_listener_use(s);
+	struct xsk_sigsnap snap;
+	int64_t deadline = -2; /* set on the first look */
+	xsk_sig_snap(&snap);
+	for (;;) {
+		xsk_lock(s);
+		if (deadline == -2)
+			deadline = xsk_timeo_deadline(xsk_timeo(s, true));
+		if (xsk_state(s) != XSK_LISTENING) {
+			xsk_unlock(s);
+			rc = xsk_state(s) == XSK_FRESH ? -2 : -EINVAL;
+			break;
+		}
+		xsk_progress(s);
+		c = xsk_accept_pop(s);
+		if (c)
+			xsk_opts_copy(c, s); /* the listener's, as TCP's accepted sockets */
+		xsk_set_ready(s);
+		bool nb = xsk_nonblock(s);
+		xsk_unlock(s);
+		if (c)
+			break;
+		if (nb) {
+			rc = -EAGAIN;
+			break;
+		}
+		rc = xsk_wait_step(s, deadline, false, false, &snap);
+		if (rc)
+			break; /* -EINTR, or -EAGAIN after SO_RCVTIMEO */
+	}
+	if (c && xsk_plain_fd(c) >= 0) {
+		int pfd = accept_plain(s, c, addr, len, flags);
+		xsk_fd_put(s);
+		return pfd;
+	}
+	xsk_fd_put(s);
+	if (rc == -2)
+		return REAL(accept4)(fd, addr, len, flags);
+	if (rc)
+		return (int)xsk_fail(-rc);
+	int nfd = xsk_epfd(c);
+	if (!(flags & SOCK_CLOEXEC))
+		xsk_real.fcntl(nfd, F_SETFD, 0);
+	xsk_set_fd_flags(c, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0);
+	if (xsk_nonblock(c))
+		xsk_real.fcntl(nfd, F_SETFL, O_NONBLOCK);
+	xsk_set_app_epfd(c, nfd);
+	if ((unsigned)nfd >= (unsigned)xsk_tab_n) {
+		xsk_free(c);
+		return (int)xsk_fail(EMFILE);
+	}
+	if (xsk_tab_attach(nfd, c) < 0) {
+		xsk_free(c);
+		return (int)xsk_fail(ENOMEM);
+	}
+	xsk_lock(c);
+	xsk_opts_apply(c);
+	xsk_progress(c);
+	if (addr && len)
+		xsk_addr_copy(xsk_peer(c), addr, len);
+	xsk_unlock(c);
+	return nfd;
+}
+
+/* Our own accept4 and close, bound inside the library: libiwarp's rsocket
+ * calls dlopen libxsock RTLD_LOCAL (verbs/cm_rsocket.c), and a call through
+ * the PLT would then find libc's first in the global scope. */
+int xsk_accept4_own(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+	__attribute__((alias("accept4"), visibility("hidden")));
+
+XSK_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return xsk_accept4_own(fd, addr, len, 0);
+}
+

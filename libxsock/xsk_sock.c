@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The operations of xsk_sock.h that are not inline: the option store
+ * (struct xsk's opts) and the connection's TCP socket. */
+#include "config.h"
+
+#include <string.h>
+
+#include "libxsock/xsk_sock.h"
+
+void xsk_opt_record(struct xsk *s, int level, int name, int val)
+{
+	for (int i = 0; i < s->nopts; i++) {
+		if (s->opts[i].level == level && s->opts[i].name == name) {
+			s->opts[i].val = val;
+			return;
+		}
+	}
+	if (s->nopts < XSK_MAX_OPTS)
+		s->opts[s->nopts++] = (struct xsk_opt){ level, name, val };
+}
+
+bool xsk_opt_find(const struct xsk *s, int level, int name, int *val)
+{
+	for (int i = 0; i < s->nopts; i++) {
+		if (s->opts[i].level == level && s->opts[i].name == name) {
+			*val = s->opts[i].val;
+			return true;
+		}
+	}
+	return false;
+}
+
+int xsk_opts_get(const struct xsk *s, struct xsk_opt out[XSK_MAX_OPTS])
+{
+	memcpy(out, s->opts, sizeof(s->opts));
+	return s->nopts;
+}
+
+void xsk_opts_copy(struct xsk *c, const struct xsk *l)
+{
+	memcpy(c->opts, l->opts, sizeof(c->opts));
+	c->nopts = l->nopts;
+	c->rcvtimeo_us = l->rcvtimeo_us;
+	c->sndtimeo_us = l->sndtimeo_us;
+	c->rcvlowat = l->rcvlowat;
+	c->linger_on = l->linger_on;
+	c->linger_s = l->linger_s;
+}
+
+int xsk_sock_tcp(struct xsk *s, int op, int level, int name, void *val, socklen_t *len)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	if (!st || !st->tcp || !s->id || s->state != XSK_CONNECTED)
+		return -ENOTCONN;
+	return st->tcp(s->id, op, level, name, val, len);
+}
