@@ -112,6 +112,14 @@ static void cm_closed_cb(void *ctx, int status)
 
 /* The closed callback holds a reference; whoever clears closed_ref (the
  * callback or destroy after xs_conn_put) drops it. */
+int cm_qp_attach(struct cm_id *c, struct ibv_qp *qp, struct xs_conn *conn)
+{
+	struct xs_tp_params p;
+
+	c->tp->params(conn, &p);
+	return xs_qp_attach(qp, c->tp, conn, &p);
+}
+
 void cm_arm_closed(struct cm_id *c, struct xs_conn *conn)
 {
 	pthread_mutex_lock(&c->lock);
@@ -122,7 +130,7 @@ void cm_arm_closed(struct cm_id *c, struct xs_conn *conn)
 	c->closed_ref = true;
 	cm_get(c);
 	pthread_mutex_unlock(&c->lock);
-	xs_conn_set_closed_cb(conn, cm_closed_cb, c);
+	c->tp->set_closed_cb(conn, cm_closed_cb, c);
 }
 
 /* Queue ESTABLISHED (and DISCONNECTED if the connection already ended).
@@ -171,8 +179,8 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 		}
 		pthread_mutex_unlock(&c->lock);
 		if (status == 0) {
-			xs_conn_disconnect(conn);
-			xs_conn_put(conn);
+			c->tp->disconnect(conn);
+			c->tp->put(conn);
 		}
 		cm_put(c);
 		return;
@@ -208,8 +216,8 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 	 * conn is published only afterwards, so a concurrent destroy never
 	 * puts a connection the QP took over. */
 	cm_arm_closed(c, conn);
-	rc = xs_qp_bind_conn(qp, conn, xs_conn_agreed(conn));
-	have_addrs = xs_conn_addrs(conn, &local, &peer) == 0;
+	rc = cm_qp_attach(c, qp, conn);
+	have_addrs = c->tp->addrs(conn, &local, &peer) == 0;
 	pthread_mutex_lock(&c->lock);
 	dead = c->destroyed;
 	if (!dead) {
@@ -223,14 +231,14 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 			c->state = CM_FAILED;
 			cm_queue_simple(c, RDMA_CM_EVENT_CONNECT_ERROR, rc);
 		} else {
-			cm_established_locked(c, xs_conn_agreed(conn), reply);
+			cm_established_locked(c, c->tp->agreed(conn), reply);
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (rc) {
-		xs_conn_disconnect(conn);
+		c->tp->disconnect(conn);
 		if (dead)
-			xs_conn_put(conn); /* nobody else will */
+			c->tp->put(conn); /* nobody else will */
 	}
 	cm_put(c);
 }
@@ -275,7 +283,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	xs_sleep_ms(xs_config()->connect_delay_ms); /* XSOCK_CONNECT_DELAY_MS, xs_config.c */
 	cm_get(c); /* for the callback */
-	rc = xs_connect((struct sockaddr *)&dst, cm_sa_len((struct sockaddr *)&dst),
+	rc = c->tp->connect((struct sockaddr *)&dst, cm_sa_len((struct sockaddr *)&dst),
 			have_src ? (struct sockaddr *)&src : NULL,
 			have_src ? cm_sa_len((struct sockaddr *)&src) : 0, &prefs, cm_connect_cb, c);
 	if (rc < 0) {
@@ -311,6 +319,7 @@ static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame
 		goto refuse;
 	c->id.verbs = l->id.verbs;
 	c->id.port_num = 1;
+	c->tp = l->tp;
 	c->conn = conn;
 	c->conn_owned = true;
 	c->state = CM_REQ;
@@ -319,7 +328,7 @@ static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame
 	 * mpa_prefs_default) rather than siw's 0/0 that breaks Read */
 	c->req_ird = c->req_enhanced ? req->ird : 1;
 	c->req_ord = c->req_enhanced ? req->ord : 1;
-	if (xs_conn_addrs(conn, &local, &peer) == 0) {
+	if (c->tp->addrs(conn, &local, &peer) == 0) {
 		c->id.route.addr.src_storage = local;
 		c->id.route.addr.dst_storage = peer;
 	}
@@ -339,8 +348,8 @@ refuse:
 			cm_chan_free(c->chan);
 		cm_put(c);
 	}
-	xs_conn_reject(conn, NULL, 0);
-	xs_conn_put(conn);
+	l->tp->reject(conn, NULL, 0);
+	l->tp->put(conn);
 }
 
 /* A mixed listener's plain TCP connection (engine thread): queue it on
@@ -412,7 +421,7 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	cm_port_release(c);
 	pthread_mutex_unlock(&c->lock);
 
-	xl = xs_listen((struct sockaddr *)&addr, cm_sa_len((struct sockaddr *)&addr),
+	xl = c->tp->listen((struct sockaddr *)&addr, cm_sa_len((struct sockaddr *)&addr),
 		       backlog > 0 ? backlog : 128, c->afonly, cm_accept_cb,
 		       c->mixed && xs_config()->classify_ms ? cm_plain_cb : NULL, c);
 	if (!xl) {
@@ -425,7 +434,7 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->listener = xl;
-	if (xs_listener_addr(xl, &bound) == 0)
+	if (c->tp->listener_addr(xl, &bound) == 0)
 		id->route.addr.src_storage = bound;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -471,19 +480,19 @@ XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	/* Reply first (the agreement is only known then); the engine starts
 	 * receiving when the QP attaches, so nothing is missed. */
-	rc = xs_conn_accept(conn, &prefs);
+	rc = c->tp->accept(conn, &prefs);
 	if (rc == 0) {
 		cm_arm_closed(c, conn);
-		rc = xs_qp_bind_conn(qp, conn, xs_conn_agreed(conn));
+		rc = cm_qp_attach(c, qp, conn);
 		if (rc)
-			xs_conn_disconnect(conn);
+			c->tp->disconnect(conn);
 	}
 	pthread_mutex_lock(&c->lock);
 	if (rc) {
 		c->state = CM_FAILED;
 	} else {
 		c->conn_owned = false; /* the QP holds it now */
-		cm_established_locked(c, xs_conn_agreed(conn), NULL);
+		cm_established_locked(c, c->tp->agreed(conn), NULL);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
@@ -515,8 +524,8 @@ XS_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 	c->state = CM_FAILED;
 	pthread_mutex_unlock(&c->lock);
 	/* the Reply goes out, then our reference goes: the id is done */
-	rc = xs_conn_reject(conn, private_data, private_data_len);
-	xs_conn_put(conn);
+	rc = c->tp->reject(conn, private_data, private_data_len);
+	c->tp->put(conn);
 	return rc < 0 ? cm_err(-rc) : 0;
 }
 
@@ -554,7 +563,7 @@ XS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (conn)
-		xs_conn_disconnect(conn);
+		c->tp->disconnect(conn);
 	if (qp)
 		xs_qp_flush(qp);
 	return 0;

@@ -55,6 +55,7 @@ struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context, enum rdma
 	c->id.context = context;
 	c->id.ps = ps;
 	c->id.qp_type = IBV_QPT_RC;
+	c->tp = &xs_tp_iwarp; /* the one transport until a device chooses */
 	return c;
 }
 
@@ -112,13 +113,13 @@ static void cm_destroy(struct cm_id *c)
 	pthread_mutex_unlock(&c->lock);
 
 	if (l)
-		xs_listener_close(l); /* no accept upcall after this */
+		c->tp->listener_close(l); /* no accept upcall after this */
 	if (conn) {
 		if (st == CM_REQ)
-			xs_conn_reject(conn, NULL, 0); /* never answered: refuse it */
+			c->tp->reject(conn, NULL, 0); /* never answered: refuse it */
 		else if (st == CM_CONNECTED)
-			xs_conn_disconnect(conn);
-		xs_conn_put(conn); /* no upcall after this */
+			c->tp->disconnect(conn);
+		c->tp->put(conn); /* no upcall after this */
 	}
 	/* Only a connection we still own is gone for sure; one the QP holds
 	 * may still report its end, and the callback's reference keeps c

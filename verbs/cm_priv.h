@@ -33,6 +33,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "verbs/xs_internal.h"
+#include "verbs/xs_transport.h"
 
 #define CM_PDATA_MAX 255 /* rdma_conn_param.private_data_len is a uint8_t */
 
@@ -79,8 +80,12 @@ struct cm_id {
 	bool disc_queued; /* the one DISCONNECTED went out */
 	bool closed_early; /* the connection ended before ESTABLISHED was queued */
 	bool closed_ref; /* a reference is held for the closed callback */
+	/* The wire under this id (xs_transport.h); every call the CM makes
+	 * into a transport goes through it.  Set at cm_alloc, inherited by a
+	 * listener's requests. */
+	const struct xs_transport_ops *tp;
 	struct xs_listener *listener;
-	/* The connection.  The CM owns it (conn_owned) until xs_qp_bind_conn
+	/* The connection.  The CM owns it (conn_owned) until cm_qp_attach
 	 * succeeds; from then on the QP holds the reference (ibv_destroy_qp
 	 * disconnects and puts it) and conn is only borrowed for
 	 * rdma_disconnect while the QP exists. */
@@ -183,6 +188,11 @@ int cm_sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src);
 bool cm_sa_is_any(const struct sockaddr *sa);
 
 /* ---- connections (cm_conn.c) ---------------------------------------------- */
+
+/* Bind qp to c's established connection conn with the parameters its
+ * transport agreed (tp->params, then xs_qp_attach).  CM or engine thread,
+ * no CM lock held.  0 or -errno. */
+int cm_qp_attach(struct cm_id *c, struct ibv_qp *qp, struct xs_conn *conn);
 
 /* Take a reference for conn's closed callback and install it (DISCONNECTED
  * from then on).  No lock held (takes c->lock, then calls the engine

@@ -26,7 +26,7 @@ struct rdma_cm_id *xs_cm_adopt(struct rdma_event_channel *ch, void *context, str
 	c->conn = conn;
 	c->conn_owned = true;
 	c->state = CM_REQ; /* until the QP attaches (xs_cm_adopt_start) */
-	if (xs_conn_addrs(conn, &local, &peer) == 0) {
+	if (c->tp->addrs(conn, &local, &peer) == 0) {
 		c->id.route.addr.src_storage = local;
 		c->id.route.addr.dst_storage = peer;
 	}
@@ -48,7 +48,7 @@ int xs_cm_adopt_start(struct rdma_cm_id *id)
 	c->state = CM_ACCEPTING;
 	pthread_mutex_unlock(&c->lock);
 	cm_arm_closed(c, conn);
-	rc = xs_qp_bind_conn(id->qp, conn, xs_conn_agreed(conn));
+	rc = cm_qp_attach(c, id->qp, conn);
 	pthread_mutex_lock(&c->lock);
 	if (rc) {
 		c->state = CM_FAILED;

@@ -193,9 +193,9 @@ XS_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	if (conn) {
 		/* no closed upcall for this id any more (the engine reports
 		 * under the rx lock); the callback's reference goes now */
-		xs_conn_rx_lock(conn);
-		xs_conn_set_closed_cb(conn, NULL, NULL);
-		xs_conn_rx_unlock(conn);
+		c->tp->rx_lock(conn);
+		c->tp->set_closed_cb(conn, NULL, NULL);
+		c->tp->rx_unlock(conn);
 		pthread_mutex_lock(&c->lock);
 		drop = c->closed_ref;
 		c->closed_ref = false;
