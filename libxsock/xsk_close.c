@@ -10,8 +10,6 @@
 #include "libxsock/xsk_proto_int.h"
 #include "verbs/xs_priv_abi.h"
 
-/* ---- teardown --------------------------------------------------------------------- */
-
 /* ---- close over a kernel stack ------------------------------------------------ */
 
 /* libiwarp's engine finishes a closed connection after close() returned
@@ -92,6 +90,8 @@ static void kernel_close(struct xsk *s, const struct xsk_stack *st)
 	if (live)
 		close_wait(s, st, cm_done, deadline);
 }
+
+/* ---- xsk_free ------------------------------------------------------------------ */
 
 void xsk_free(struct xsk *s)
 {

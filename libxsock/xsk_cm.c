@@ -156,6 +156,7 @@ void xsk_drain_cm(struct xsk *s, const struct xsk_stack *st)
 	}
 }
 
+/* ---- progress ------------------------------------------------------------------ */
 
 static void progress(struct xsk *s, bool ready, int rx)
 {
@@ -381,6 +382,8 @@ int xsk_connect_start(struct xsk *s, const struct sockaddr *dst, socklen_t len)
 	}
 	return 0;
 }
+
+/* ---- adoption after an exec ------------------------------------------------------ */
 
 int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey, uint64_t iova,
 		   const uint8_t *mem, const uint8_t *sbuf, const struct xsk_rmsg *rmsg,

@@ -12,6 +12,8 @@
 #include "libxsock/xsk_proto_int.h"
 #include "verbs/xs_priv_abi.h"
 
+/* ---- the receive wait on the TCP socket ------------------------------------------ */
+
 /* Whether an application thread may receive on the connection itself
  * (a blocked reader, or a watched socket's epoll_wait). */
 static bool rx_on_app_thread(const struct xsk *s, const struct xsk_stack *st)

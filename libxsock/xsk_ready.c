@@ -9,6 +9,8 @@
 
 #include "libxsock/xsk_proto_int.h"
 
+/* ---- the ready eventfd ----------------------------------------------------------- */
+
 void xsk_set_ready(struct xsk *s)
 {
 	bool want = (xsk_revents(s) & (POLLIN | POLLERR | POLLHUP)) != 0;
@@ -31,6 +33,7 @@ void xsk_set_ready_after_io(struct xsk *s, bool nothing_found)
 		xsk_set_ready(s);
 }
 
+/* ---- readiness --------------------------------------------------------------------- */
 
 /* The stream ended without the peer's DISCONNECT or SHUTDOWN (a work
  * request failed: the stack flushes them when the connection fails, and
@@ -40,8 +43,6 @@ bool xsk_end_unknown(const struct xsk *s)
 {
 	return s->qp_failed && !s->peer_ctrl && !s->cm_gone && !s->disc_sent && !s->shut_rd;
 }
-
-/* ---- readiness --------------------------------------------------------------------- */
 
 uint32_t xsk_sbuf_contig(struct xsk *s)
 {

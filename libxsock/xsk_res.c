@@ -150,7 +150,6 @@ int xsk_post_recv(struct xsk *s, unsigned i)
 	return -ibv_post_recv(s->id->qp, &wr, &bad);
 }
 
-
 /* A 4-octet Send carrying msg, in the peer's byte order. */
 int xsk_post_msg(struct xsk *s, uint32_t msg)
 {
