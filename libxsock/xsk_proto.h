@@ -71,7 +71,7 @@ struct xsk_rmsg;
 /* A new socket of family, FRESH, not locked; NULL without memory. */
 struct xsk *xsk_new(int family);
 /* Make the inner epoll fd + ready eventfd (called before the fd number is
- * taken over). */
+ * taken over: no other thread sees s yet). */
 int xsk_make_fds(struct xsk *s);
 
 /* ---- readiness (xsk_ready.c) ------------------------------------------------ */
@@ -103,8 +103,8 @@ struct xsk *xsk_accept_pop(struct xsk *s);
  * TCP socket tcpfd with the stream state in wire, the receive memory
  * registered as the peer knows it (rkey at iova), mem_len octets of it
  * copied from mem, the send ring's from sbuf and the unread message
- * lengths from rmsg.  s carries the old process's stream numbers already.
- * 0 or -errno. */
+ * lengths from rmsg.  s carries the old process's stream numbers already
+ * and is in no fd table yet (no lock).  0 or -errno. */
 int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey, uint64_t iova,
 		   const uint8_t *mem, const uint8_t *sbuf, const struct xsk_rmsg *rmsg,
 		   unsigned rmsg_cap);
@@ -160,8 +160,9 @@ int xsk_shutdown_locked(struct xsk *s, int how);
  * requests while the application is not in accept() (the kernel's backlog
  * does that for TCP).  s->mu not held.  0 or -EAGAIN (no thread). */
 int xsk_svc_add(struct xsk *s);
-/* fork: prepare takes svc_mu (after a starting thread reached its loop),
- * the parent drops it, the child forgets the thread and its epoll set. */
+/* The fork handlers (xsk_fork.c): prepare takes svc_mu (after a starting
+ * thread reached its loop), the parent drops it, the child forgets the
+ * thread and its epoll set. */
 void xsk_svc_fork_prepare(void);
 void xsk_svc_fork_parent(void);
 void xsk_svc_fork_child(void);
