@@ -4,8 +4,9 @@
  * receives, and their completions (see xsock.h and the xsock_*(3) pages).
  *
  * Everything is posted on the socket's own QP, next to the rsockets stream.
- * Work requests carry XSK_WR_EXT | slot as wr_id, so xsk_proto.c's CQ loop
- * hands their completions here (xsk_ext_wc); the stream never sees them.
+ * Work requests carry XSK_WR_EXT | slot as wr_id, so the protocol's CQ loop
+ * (xsk_credit.c) hands their completions here (xsk_ext_wc, one of the
+ * hooks of xsk_proto.h); the stream never sees them.
  *
  * Operations start in the order they were posted (one FIFO per socket, the
  * transmit queue): an operation that cannot start yet (no credits for a
@@ -123,6 +124,19 @@ XSK_EXPORT int xsock_rdesc_decode(const uint8_t in[XSOCK_RDESC_LEN], struct xsoc
 
 /* ---- the socket's extended state ------------------------------------------------ */
 
+/* The protocol's hooks into this file (struct xsk_ext_hooks, xsk_proto.h),
+ * handed over before the first s->ext is set. */
+static void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc);
+static void xsk_ext_progress(struct xsk *s);
+static bool xsk_ext_stream_ok(struct xsk *s);
+static void xsk_ext_free(struct xsk *s);
+static const struct xsk_ext_hooks ext_hooks = {
+	.wc = xsk_ext_wc,
+	.progress = xsk_ext_progress,
+	.stream_ok = xsk_ext_stream_ok,
+	.free = xsk_ext_free,
+};
+
 /* The socket of fd with its extended state, made on first use of a
  * connected socket (need_conn: connected now); s->mu held on success;
  * -errno. */
@@ -162,6 +176,7 @@ static int ext_get(int fd, struct xsk **sp, bool need_conn)
 			free(x);
 			goto fail;
 		}
+		xsk_proto_set_ext(&ext_hooks);
 		s->ext = x;
 	}
 ok:
@@ -512,7 +527,7 @@ static void rx_fill(struct xsk *s)
 	}
 }
 
-void xsk_ext_progress(struct xsk *s)
+static void xsk_ext_progress(struct xsk *s)
 {
 	struct xsk_ext *x = s->ext;
 
@@ -521,12 +536,12 @@ void xsk_ext_progress(struct xsk *s)
 	watch_update(x);
 }
 
-bool xsk_ext_stream_ok(struct xsk *s)
+static bool xsk_ext_stream_ok(struct xsk *s)
 {
 	return !s->ext->txq && !s->ext->reads_out;
 }
 
-void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc)
+static void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc)
 {
 	struct xsk_ext *x = s->ext;
 
@@ -559,7 +574,7 @@ void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc)
 		op_maybe_done(x, o);
 }
 
-void xsk_ext_free(struct xsk *s)
+static void xsk_ext_free(struct xsk *s)
 {
 	struct xsk_ext *x = s->ext;
 	const struct xsk_stack *st = xsk_stack();

@@ -2,8 +2,8 @@
 /* Private to libxsock: the real libc entry points, the stack's entry
  * points (resolved in libiwarp itself), the IWARP socket object and the
  * calls between xsk_intercept.c (the interposed POSIX calls, the fd table,
- * poll/select/epoll) and xsk_proto.c (the rsockets protocol over the
- * stack's rdma_* and ibv_* API).
+ * poll/select/epoll) and the protocol files (xsk_proto.h: the rsockets
+ * protocol over the stack's rdma_* and ibv_* API).
  *
  * Internal calls return 0 / -errno; only the interposed calls set errno. */
 #ifndef XSK_PRIV_H
@@ -25,7 +25,7 @@
 #include "verbs/xs_priv_abi.h"
 
 /* A socket's receive ring: the bounds of XSOCK_RBUF and of an SO_RCVBUF
- * set before connecting (xsk_proto.c, xsk_intercept.c). */
+ * set before connecting (xsk_res.c, xsk_intercept.c). */
 #define XSK_RBUF_MIN (8u * 1024)
 #define XSK_RBUF_MAX (64u * 1024 * 1024)
 
@@ -158,7 +158,7 @@ struct xsk_stack {
 	 * process that opened them (EACCES for the others).  The maker owns
 	 * a connection for good, other processes are relay clients and close
 	 * their copies quietly (xsk_fork_use, xsk_fork_quiet, xsk_relay.c);
-	 * the rings are MAP_SHARED, never copied at fork (xsk_proto.c) */
+	 * the rings are MAP_SHARED, never copied at fork (xsk_res.c) */
 	bool kernel;
 };
 
@@ -176,46 +176,7 @@ bool xsk_from_stack(const void *ret);
 int xsk_fd_keep(int fd);
 int xsk_fd_close(int fd);
 
-/* ---- the rsockets wire format (rdma-core librdmacm/docs/rsocket) ----------- */
-
-#define RS_VERSION 1
-#define RS_CONN_FLAG_NET 0x01 /* sender is big-endian (messages/SGEs in its order) */
-#define RS_CONN_DATA_LEN 40
-#define RS_SGE_LEN 16 /* struct rs_sge {u64 addr; u32 key; u32 length;} host order */
-#define RS_SGL_SIZE 2
-
-#define RS_OP_DATA 0u
-#define RS_OP_WRITE 2u
-#define RS_OP_SGL 4u
-#define RS_OP_IOMAP_SGL 6u
-#define RS_OP_CTRL 7u
-#define RS_MSG(op, data) (((uint32_t)(op) << 29) | ((uint32_t)(data)&0x1fffffffu))
-#define RS_MSG_OP(m) ((m) >> 29)
-#define RS_MSG_DATA(m) ((m)&0x1fffffffu)
-#define RS_CTRL_DISCONNECT 0u
-#define RS_CTRL_KEEPALIVE 1u
-#define RS_CTRL_SHUTDOWN 2u
-#define RS_MAX_TRANSFER 65536u
-
-struct rs_sge_h {
-	uint64_t addr;
-	uint32_t key;
-	uint32_t length;
-};
-_Static_assert(sizeof(struct rs_sge_h) == RS_SGE_LEN, "rs_sge is 16 octets");
-
-struct rs_conn {
-	uint8_t version;
-	uint8_t flags;
-	uint16_t credits;
-	uint8_t target_iomap_size;
-	struct rs_sge_h target_sgl; /* addr/key of the SGL, length = entries */
-	struct rs_sge_h data_buf;
-};
-
-/* Big-endian encode/decode of the 40-octet connection data. */
-void rs_conn_encode(const struct rs_conn *c, uint8_t out[RS_CONN_DATA_LEN]);
-int rs_conn_decode(const uint8_t *in, size_t len, struct rs_conn *c);
+#include "libxsock/xsk_wire.h"
 
 /* ---- the IWARP socket ------------------------------------------------------- */
 
@@ -391,70 +352,9 @@ struct xsk_epreg {
  * The table lock held (xsk_tab_lock), s->mu not held. */
 bool xsk_epoll_edge(struct xsk_epreg *r, struct xsk *s, uint32_t got);
 
-/* ---- protocol (xsk_proto.c); s->mu held unless noted --------------------- */
+/* ---- the protocol (xsk_proto.h) ---------------------------------------- */
 
-struct xsk *xsk_new(int family);
-void xsk_free(struct xsk *s); /* closes everything; s->mu not held */
-/* Make the inner epoll fd + ready eventfd (called before the fd number is
- * taken over). */
-int xsk_make_fds(struct xsk *s);
-int xsk_connect_start(struct xsk *s, const struct sockaddr *dst, socklen_t len);
-int xsk_listen_start(struct xsk *s, const struct sockaddr *addr, int backlog);
-/* Make progress without blocking (CM events, completions, credits) and
- * update the ready eventfd. */
-void xsk_progress(struct xsk *s);
-/* The same with the receive mode rx (XSOCK_RX_*): ALWAYS after a wait on
- * the connection's TCP socket ended with it readable. */
-void xsk_progress_rx(struct xsk *s, int rx);
-/* The same without the ready eventfd, for a read or write (send flags)
- * that updates it with xsk_set_ready before it unlocks (a receive that
- * drains what progress found would otherwise set and clear it: two system
- * calls).  A blocking call does not try the TCP socket itself before its
- * first wait: it waits on that socket (xsk_rx_wait_begin), which says
- * when there is something to receive. */
-/* reading: for a read (else a write).  Returns true when a non-blocking
- * call skipped the TCP socket (a watched socket): a writer short of room
- * sets rx_hint and calls again before it says EAGAIN. */
-bool xsk_progress_io(struct xsk *s, int flags, bool reading);
-/* poll(2) bits the socket has now (after xsk_progress). */
-short xsk_revents(struct xsk *s);
-/* The fds to wait on for progress (at most 3): the channels, plus the
- * ready eventfd for a reader or the wake eventfd for a writer (another
- * thread may make the progress a waiter needs). */
-int xsk_wait_fds(struct xsk *s, int fds[3], bool writer);
-/* A thread about to block on s (s->mu held): the connection's TCP socket
- * to poll for POLLIN as well, so that the waiting thread receives the data
- * itself (one wake-up, no engine hand-off), or -1.  A return >= 0 must be
- * followed by xsk_rx_wait_end once the wait is over. */
-int xsk_rx_wait_begin(struct xsk *s);
-void xsk_rx_wait_end(struct xsk *s);
-/* An epoll set's socket, looked at by epoll_wait (s->mu held): progress
- * with the receive mode rx (XSOCK_RX_*), then keep the connection's TCP
- * socket in the inner epoll fd while the socket is registered for input
- * (ep_in_regs) and the application thread can take that input, so that
- * the next epoll_wait wakes on arriving octets and receives them itself
- * (the engine leaves such a connection alone: no hand-off, no eventfd).
- * xsk_rx_unwatch (s->mu held) ends the watch. */
-void xsk_progress_watch(struct xsk *s, int rx);
-void xsk_rx_unwatch(struct xsk *s);
-ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags);
-ssize_t xsk_send_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags, size_t *done);
-/* listener: the next established child, or a plain client's shell
- * (plain_fd >= 0), in the order they came */
-struct xsk *xsk_accept_pop(struct xsk *s);
-int xsk_shutdown_locked(struct xsk *s, int how);
-void xsk_set_ready(struct xsk *s);
-/* The same after a data call, lazily: the ready fd is set when the socket
- * became readable but left set when the call drained it (two system calls
- * per message saved), unless the call itself found nothing (nothing_found:
- * a kernel-level wait that woke for the stale mark and read EAGAIN must not
- * wake again).  libxsock's own waits (xsk_progress) clear it before they
- * block, so a stale mark costs at most one early wake-up.  s->mu held. */
-void xsk_set_ready_after_io(struct xsk *s, bool nothing_found);
-/* Hand a listener to the service thread, which accepts connection
- * requests while the application is not in accept() (the kernel's backlog
- * does that for TCP).  s->mu not held. */
-int xsk_svc_add(struct xsk *s);
+#include "libxsock/xsk_proto.h"
 
 /* The socket options the connection's TCP socket gets (xsk_sockopt.c):
  * the recorded ones, once the connection exists (s->mu held). */
@@ -473,16 +373,6 @@ void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg);
 int xsk_tab_next(int fd);
 /* fd names s from now on (the new process). 0 or -EMFILE. */
 int xsk_tab_adopt(int fd, struct xsk *s);
-/* xsk_proto.c, the new process: rebuild s's verbs on the inherited TCP
- * socket tcpfd with the stream state in wire, the receive memory
- * registered as the peer knows it (rkey at iova), mem_len octets of it
- * copied from mem, the send ring's from sbuf and the unread message
- * lengths from rmsg.  s carries the old process's stream numbers already.
- * 0 or -errno. */
-struct xsk_rmsg;
-int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey, uint64_t iova,
-		   const uint8_t *mem, const uint8_t *sbuf, const struct xsk_rmsg *rmsg,
-		   unsigned rmsg_cap);
 
 /* The blocking send of write(2) and send(2) (SO_SNDTIMEO, signals,
  * O_NONBLOCK; SIGPIPE unless MSG_NOSIGNAL): the count sent, or -1 with
@@ -519,22 +409,7 @@ int xsk_sig_poll(struct pollfd *p, nfds_t n, int timeout_ms, struct xsk_sigsnap 
  * which takes the table lock and frees the socket).  Any thread. */
 struct xsk *xsk_fd_get(int fd);
 void xsk_fd_put(struct xsk *s);
-/* The hooks, called with s->mu held unless noted:
- * a completion tagged XSK_WR_EXT or XSK_WR_USER, */
-void xsk_ext_wc(struct xsk *s, const struct ibv_wc *wc);
-/* progress (post queued work, fill asynchronous receives), */
-void xsk_ext_progress(struct xsk *s);
-/* may the stream send now (false while an RDMA Read is outstanding or an
- * asynchronous send waits: stream bytes stay in posting order), */
-bool xsk_ext_stream_ok(struct xsk *s);
-/* and teardown (s->mu not held; before the QP and PD go). */
-void xsk_ext_free(struct xsk *s);
-/* One rsockets Data Transfer message straight from registered memory
- * (xsk_proto.c): at most len bytes, bounded by the peer's target buffer and
- * RS_MAX_TRANSFER.  Bytes posted, 0 without credits or target buffer, or
- * -errno (the connection is broken). */
-int xsk_stream_post(struct xsk *s, uint64_t addr, uint32_t lkey, uint32_t len, uint64_t wr_id);
-/* ---- fork (xsk_fork.c; hooks in xsk_proto.c and xsk_intercept.c) ---------- */
+/* ---- fork (xsk_fork.c; hooks in the protocol files and xsk_intercept.c) ------- */
 
 /* Register the fork handlers: once, when the stack is loaded (after the
  * stack's own, so that ours prepare first). */
@@ -558,9 +433,6 @@ void xsk_fork_listener_use(struct xsk *s);
  * kernel stack: true in every process but the one that made the socket
  * (the kernel's objects are then left alone: see xsk_free). */
 bool xsk_fork_quiet(struct xsk *s);
-void xsk_svc_fork_prepare(void);
-void xsk_svc_fork_parent(void);
-void xsk_svc_fork_child(void);
 void xsk_tab_fork_prepare(void);
 /* The parent: unlock the table, then call fn once per listener (s->mu not
  * held, a reference held). */
@@ -583,12 +455,6 @@ void xsk_relay_fork_child(void);
  * the call that found it reads: the owner's thread forwards input) */
 void xsk_relay_owner(struct xsk *s);
 int xsk_relay_client(struct xsk *s, bool rd);
-void xsk_relay_free(struct xsk *s); /* xsk_free (s->mu not held) */
-/* xsk_free over a kernel stack (s->mu not held): true if s went to its
- * relay thread instead (this process made the connection, its application
- * closed it, another process still holds a relay copy); that thread calls
- * xsk_free again once the copy is closed */
-bool xsk_relay_orphan(struct xsk *s);
 /* xsk_data.c for the relay threads: one non-blocking call on s (dir
  * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the
  * interposed calls */

@@ -74,6 +74,15 @@ static void chan_free(struct xsk_relay *r)
 	free(r);
 }
 
+/* The protocol's hooks into this file (struct xsk_relay_hooks, xsk_proto.h),
+ * handed over before the first s->relay is set. */
+static bool xsk_relay_orphan(struct xsk *s);
+static void xsk_relay_free(struct xsk *s);
+static const struct xsk_relay_hooks relay_hooks = {
+	.orphan = xsk_relay_orphan,
+	.free = xsk_relay_free,
+};
+
 /* fork prepare (s->mu not held, the fd table locked): one more channel. */
 void xsk_relay_fork_prepare(struct xsk *s)
 {
@@ -103,6 +112,7 @@ void xsk_relay_fork_prepare(struct xsk *s)
 		return;
 	}
 	r->s = s;
+	xsk_proto_set_relay(&relay_hooks);
 	pthread_mutex_lock(&s->mu);
 	r->next = s->relay;
 	s->relay = r;
@@ -348,7 +358,7 @@ int xsk_relay_client(struct xsk *s, bool rd)
 	return keep->sp1;
 }
 
-bool xsk_relay_orphan(struct xsk *s)
+static bool xsk_relay_orphan(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
 	pid_t me = getpid();
@@ -384,7 +394,7 @@ bool xsk_relay_orphan(struct xsk *s)
  * threads end (a thread whose clients are all gone first sends what they
  * wrote, as a kernel socket would before the close's FIN), then every
  * channel is closed. */
-void xsk_relay_free(struct xsk *s)
+static void xsk_relay_free(struct xsk *s)
 {
 	pid_t me = getpid();
 

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The IWARP socket object and its resources: the per-process settings
+ * (XSOCK_IWARP_RBUF, XSOCK_LINGER_MS), the inner epoll fd and eventfds,
+ * the CM channel, the rings and the PD/CQ/QP/MRs of a connection, posting
+ * receives and 4-octet messages, our connection data, and the hooks of
+ * the layers above (xsk_proto.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_proto_int.h"
+#include "verbs/xs_priv_abi.h"
+
+/* ---- objects ------------------------------------------------------------------ */
+
+/* The environment this file reads, once per process: the receive ring's
+ * size (XSOCK_IWARP_RBUF) and how long a close lingers for unsent data
+ * (XSOCK_LINGER_MS, as libiwarp reads it: 0..60000, default 1000).  An
+ * invalid value keeps the default (libiwarp reports XSOCK_LINGER_MS). */
+static struct {
+	uint32_t rbuf;
+	int linger_ms;
+} proto_env;
+static pthread_once_t proto_env_once = PTHREAD_ONCE_INIT;
+
+static void proto_env_load(void)
+{
+	const char *v = getenv("XSOCK_IWARP_RBUF");
+	char *end;
+
+	proto_env.rbuf = XSK_RBUF_DEFAULT;
+	if (v && *v) {
+		unsigned long n = strtoul(v, &end, 0);
+
+		if (!*end && n >= XSK_RBUF_MIN && n <= XSK_RBUF_MAX)
+			proto_env.rbuf = (uint32_t)n & ~1u;
+		else
+			fprintf(stderr, "libxsock: XSOCK_IWARP_RBUF=%s ignored (%u..%u), %u used\n", v,
+				XSK_RBUF_MIN, XSK_RBUF_MAX, XSK_RBUF_DEFAULT);
+	}
+	proto_env.linger_ms = 1000;
+	v = getenv("XSOCK_LINGER_MS");
+	if (v && *v) {
+		long n = strtol(v, &end, 10);
+
+		if (!*end && n >= 0 && n <= 60000)
+			proto_env.linger_ms = (int)n;
+	}
+}
+
+int xsk_linger_ms(void)
+{
+	pthread_once(&proto_env_once, proto_env_load);
+	return proto_env.linger_ms;
+}
+
+struct xsk *xsk_new(int family)
+{
+	struct xsk *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	pthread_once(&proto_env_once, proto_env_load);
+	pthread_mutex_init(&s->mu, NULL);
+	s->family = family;
+	s->owner_pid = getpid();
+	s->epfd = -1;
+	s->plain_fd = -1;
+	s->ready_fd = -1;
+	s->wake_fd = -1;
+	s->rxw_fd = -1;
+	s->rbuf_size = proto_env.rbuf;
+	s->sbuf_size = XSK_SBUF;
+	s->rq_size = XSK_RQ;
+	s->rcvlowat = 1;
+	return s;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = xsk_real.fcntl(fd, F_GETFL);
+
+	if (fl < 0 || xsk_real.fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int ep_add(struct xsk *s, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (xsk_real.epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+int xsk_make_fds(struct xsk *s)
+{
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	s->ready_fd = xsk_fd_keep(xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)));
+	if (s->ready_fd < 0)
+		return -errno;
+	s->wake_fd = xsk_fd_keep(xsock_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)));
+	if (s->wake_fd < 0)
+		return -errno;
+	return ep_add(s, s->ready_fd);
+}
+
+int xsk_make_channel(struct xsk *s, const struct xsk_stack *st)
+{
+	int rc;
+
+	s->ch = st->create_event_channel();
+	if (!s->ch)
+		return -(errno ? errno : ENOMEM);
+	rc = set_nonblock(s->ch->fd);
+	if (!rc)
+		rc = ep_add(s, s->ch->fd);
+	return rc;
+}
+
+/* ---- posting ------------------------------------------------------------------ */
+
+/* The address (TO) of p in the receive memory as the MR knows it: its own
+ * address, except after an exec hand-over, where the memory is registered
+ * at the old process's addresses (the peer holds them). */
+uint64_t xsk_mem_to(const struct xsk *s, const void *p)
+{
+	return s->mem_iova + (uint64_t)((const uint8_t *)p - s->mem);
+}
+
+int xsk_post_recv(struct xsk *s, unsigned i)
+{
+	struct ibv_sge sge = { .addr = xsk_mem_to(s, &s->rmsgbuf[i]), .length = 4,
+			       .lkey = s->rmr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = WR_RECV | i, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return -ibv_post_recv(s->id->qp, &wr, &bad);
+}
+
+/* A 4-octet Send carrying msg, in the peer's byte order. */
+int xsk_post_msg(struct xsk *s, uint32_t msg)
+{
+	uint32_t m = s->swap ? rs_swap32(msg) : msg;
+	struct ibv_sge sge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_INLINE };
+	struct ibv_send_wr *bad;
+
+	return -ibv_post_send(s->id->qp, &wr, &bad);
+}
+
+/* ---- resources ----------------------------------------------------------------- */
+
+/* The memory the stack places data in or sends from.  Over a kernel stack
+ * it is MAP_SHARED, which fork never copies: the kernel keeps placing into
+ * the pages it pinned at registration, and those must stay the owner's (a
+ * private page written after a fork was copied for the writer on older
+ * kernels, the old page left to the kernel and the child: the reason for
+ * rdma-core's ibv_fork_init).  NULL on failure. */
+static void *ring_alloc(const struct xsk_stack *st, size_t len)
+{
+	void *p;
+
+	if (st->kernel) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	if (posix_memalign(&p, 4096, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+void xsk_ring_free(const struct xsk_stack *st, void *p, size_t len)
+{
+	if (p && st && st->kernel)
+		munmap(p, len);
+	else
+		free(p);
+}
+
+int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad)
+{
+	struct ibv_context *ctx = s->id->verbs;
+	uint32_t sgl_off, msg_off;
+	int rc;
+
+	if (!ctx)
+		return -ENODEV;
+	s->pd = st->alloc_pd(ctx);
+	if (!s->pd)
+		return -(errno ? errno : ENOMEM);
+	s->cch = st->create_comp_channel(ctx);
+	if (!s->cch)
+		return -(errno ? errno : ENOMEM);
+	rc = set_nonblock(s->cch->fd);
+	if (!rc)
+		rc = ep_add(s, s->cch->fd);
+	if (rc)
+		return rc;
+	s->nrecv = s->rq_size + XSK_RECV_EXTRA;
+	s->cq = st->create_cq(ctx, (int)(s->nrecv + XSK_SQ * 2 + 16), s, s->cch, 0);
+	if (!s->cq)
+		return -(errno ? errno : ENOMEM);
+	sgl_off = s->rbuf_size;
+	msg_off = sgl_off + RS_SGL_SIZE * RS_SGE_LEN;
+	s->mem_len = msg_off + s->nrecv * 4u;
+	s->mem = ring_alloc(st, s->mem_len);
+	if (!s->mem)
+		return -ENOMEM;
+	s->rbuf = s->mem;
+	s->target_sgl = (volatile struct rs_sge_h *)(void *)(s->mem + sgl_off);
+	s->rmsgbuf = (uint32_t *)(void *)(s->mem + msg_off);
+	s->mem_iova = ad ? ad->iova : (uintptr_t)s->mem;
+	if (ad)
+		s->rmr = st->reg_mr_stag(s->pd, s->mem, s->mem_len, ad->iova,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, ad->rkey);
+	else
+		s->rmr = st->reg_mr(s->pd, s->mem, s->mem_len,
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!s->rmr)
+		return -(errno ? errno : ENOMEM);
+	s->sbuf = ring_alloc(st, s->sbuf_size);
+	if (!s->sbuf)
+		return -ENOMEM;
+	s->smr = st->reg_mr(s->pd, s->sbuf, s->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
+	if (!s->smr)
+		return -(errno ? errno : ENOMEM);
+	s->rmsg_cap = s->nrecv + 1;
+	s->rmsg = calloc(s->rmsg_cap, sizeof(*s->rmsg));
+	if (!s->rmsg)
+		return -ENOMEM;
+
+	struct ibv_qp_init_attr qa = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.cap = { .max_send_wr = XSK_SQ, .max_recv_wr = s->nrecv, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+	};
+	if (st->create_qp(s->id, s->pd, &qa))
+		return -(errno ? errno : ENOMEM);
+	for (unsigned i = 0; i < s->nrecv; i++) {
+		rc = xsk_post_recv(s, i);
+		if (rc)
+			return rc;
+	}
+	rc = ibv_req_notify_cq(s->cq, 0);
+	if (rc)
+		return -rc;
+	s->cq_armed = true;
+	if (ad)
+		return 0; /* the ring goes on where the old process left it */
+
+	/* receive ring: the first half goes out in the connection data */
+	s->rbuf_offset = 0;
+	s->rbuf_free_offset = s->rbuf_size / 2;
+	s->rbuf_bytes_avail = s->rbuf_size / 2;
+	s->rseq_no = 0;
+	s->rseq_comp = s->rq_size / 2;
+	s->remote_sge = 1; /* entry 0 is the data buffer of our connection data */
+	return 0;
+}
+
+void xsk_local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN])
+{
+	struct rs_conn c = {
+		.version = RS_VERSION,
+		.flags = rs_host_is_be() ? RS_CONN_FLAG_NET : 0,
+		.credits = s->rq_size,
+		.target_sgl = { .addr = xsk_mem_to(s, (const void *)s->target_sgl), .key = s->rmr->rkey,
+				.length = RS_SGL_SIZE },
+		.data_buf = { .addr = xsk_mem_to(s, s->rbuf), .key = s->rmr->rkey,
+			      .length = s->rbuf_size / 2 },
+	};
+	rs_conn_encode(&c, out);
+}
+
+/* ---- the layers above ------------------------------------------------------------ */
+
+const struct xsk_ext_hooks *_Atomic xsk_ext_up;
+const struct xsk_relay_hooks *_Atomic xsk_relay_up;
+
+void xsk_proto_set_ext(const struct xsk_ext_hooks *h)
+{
+	atomic_store(&xsk_ext_up, h);
+}
+
+void xsk_proto_set_relay(const struct xsk_relay_hooks *h)
+{
+	atomic_store(&xsk_relay_up, h);
+}

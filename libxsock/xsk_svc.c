@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The service thread: one per process, started with the first listener
+ * (xsk_svc_add), it runs xsk_progress on listeners whose CM channel has
+ * events, so connection requests are accepted while the application is
+ * not in accept().  svc_mu guards the list and its epoll set; svc_main
+ * takes svc_mu, then s->mu. */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/epoll.h>
+
+#include "libxsock/xsk_proto_int.h"
+
+/* ---- the service thread ----------------------------------------------------------- */
+
+static pthread_mutex_t svc_mu = PTHREAD_MUTEX_INITIALIZER;
+static int svc_ep = -1;
+static struct xsk *svc_list;
+static bool svc_running; /* the thread reached its loop (fork waits for that) */
+
+static void *svc_main(void *arg)
+{
+	struct epoll_event ev[16];
+
+	pthread_mutex_lock(&svc_mu);
+	svc_running = true;
+	pthread_mutex_unlock(&svc_mu);
+	for (;;) {
+		int n = xsk_real.epoll_wait(svc_ep, ev, 16, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		pthread_mutex_lock(&svc_mu);
+		for (int i = 0; i < n; i++) {
+			struct xsk *s;
+			for (s = svc_list; s && s != ev[i].data.ptr; s = s->svc_next)
+				;
+			if (!s)
+				continue; /* removed meanwhile */
+			pthread_mutex_lock(&s->mu);
+			xsk_progress(s);
+			pthread_mutex_unlock(&s->mu);
+		}
+		pthread_mutex_unlock(&svc_mu);
+	}
+	return arg;
+}
+
+int xsk_svc_add(struct xsk *s)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&svc_mu);
+	if (svc_ep < 0) {
+		pthread_t t;
+		svc_ep = xsk_fd_keep(epoll_create1(EPOLL_CLOEXEC));
+		if (svc_ep < 0 || pthread_create(&t, NULL, svc_main, NULL)) {
+			rc = -EAGAIN;
+			if (svc_ep >= 0)
+				xsk_fd_close(svc_ep);
+			svc_ep = -1;
+			goto out;
+		}
+		pthread_detach(t);
+	}
+	pthread_mutex_lock(&s->mu);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+	if (s->ch && !s->in_svc && xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_ADD, s->ch->fd, &ev) == 0) {
+		s->in_svc = true;
+		s->svc_next = svc_list;
+		svc_list = s;
+	}
+	pthread_mutex_unlock(&s->mu);
+out:
+	pthread_mutex_unlock(&svc_mu);
+	return rc;
+}
+
+void xsk_svc_del(struct xsk *s)
+{
+	pthread_mutex_lock(&svc_mu);
+	if (s->in_svc) {
+		struct xsk **pp = &svc_list;
+		while (*pp && *pp != s)
+			pp = &(*pp)->svc_next;
+		if (*pp)
+			*pp = s->svc_next;
+		xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_DEL, s->ch->fd, NULL);
+		s->in_svc = false;
+	}
+	pthread_mutex_unlock(&svc_mu);
+}
+
+void xsk_svc_fork_prepare(void)
+{
+	/* a thread still starting may be inside the allocator (a sanitizer's
+	 * is not fork-safe): wait until it runs its loop */
+	pthread_mutex_lock(&svc_mu);
+	while (svc_ep >= 0 && !svc_running) {
+		pthread_mutex_unlock(&svc_mu);
+		sched_yield();
+		pthread_mutex_lock(&svc_mu);
+	}
+}
+
+void xsk_svc_fork_parent(void)
+{
+	pthread_mutex_unlock(&svc_mu);
+}
+
+/* The child has no service thread and must not wait on the parent's epoll
+ * instance: listeners rejoin a new one when the child accepts on them. */
+void xsk_svc_fork_child(void)
+{
+	pthread_mutex_init(&svc_mu, NULL);
+	svc_running = false;
+	if (svc_ep >= 0)
+		xsk_fd_close(svc_ep);
+	svc_ep = -1;
+	while (svc_list) {
+		struct xsk *s = svc_list;
+		svc_list = s->svc_next;
+		s->svc_next = NULL;
+		s->in_svc = false;
+	}
+}
