@@ -312,6 +312,7 @@ struct xs_conn {
 	pthread_t export_thread;
 	bool adopted;
 	uint32_t adopt_rx_msn[3];
+	struct xs_stat_conn *stat; /* its counters for xsock-stat (xs_stat.c; NULL: none) */
 };
 
 enum { CMD_ARM = 1, CMD_CLOSE = 2, CMD_TX = 4, CMD_RXDEFER = 8, CMD_FIN = 16, CMD_RXKICK = 32 };
@@ -473,6 +474,7 @@ static void conn_free(struct xs_conn *c)
 		c->all_next->all_prev = c->all_prev;
 	xs_arena_unref(c->arena);
 	pthread_mutex_unlock(&eng.reg_mu);
+	xs_stat_conn_close(c->stat);
 	if (c->listener)
 		listener_unref(c->listener);
 	if (c->fd >= 0)
@@ -931,6 +933,7 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 	size_t copy = 0;
 	int rc;
 
+	xs_stat_tx(c->stat, &c->tx.frame);
 	if (tls_cork != c)
 		return conn_write_raw(c, iov, cnt, len);
 	for (int i = 0; i < cnt; i++)
@@ -1142,6 +1145,7 @@ int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 	if (rc < 0)
 		return rc;
 	rc = iw_tx_terminate(&c->tx, t);
+	xs_stat_term(c->stat, true, &t->cause);
 	tx_release(c);
 	return rc;
 }
@@ -1201,6 +1205,7 @@ static void rem_append(struct xs_conn *c)
 {
 	const struct mpa_txframe *f = &c->tx.frame;
 
+	xs_stat_tx(c->stat, f);
 	for (int i = 0; i < f->iovcnt; i++) {
 		struct iovec v = f->iov[i];
 		const uint8_t *b = v.iov_base;
@@ -1481,6 +1486,7 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 
 	if (c->dead || c->rx_defer)
 		return; /* the stream ended earlier in this input */
+	xs_stat_rx_msg(c->stat, op);
 	if (qn == RDMAP_QN_TERMINATE) {
 		struct rdmap_term t;
 		struct xs_err e;
@@ -1492,6 +1498,7 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 		else
 			xs_err_set(&c->term_cause, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 				   RDMAP_ECODE_UNSPECIFIED);
+		xs_stat_term(c->stat, false, &c->term_cause);
 	}
 	if (c->rtr_wait && rtr_untagged(c, qn, d))
 		return;
@@ -1503,6 +1510,7 @@ static void conn_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_h
 {
 	struct xs_conn *c = ctx;
 
+	xs_stat_rx_msg(c->stat, op);
 	if (c->rtr_eat_last) {
 		c->rtr_eat_last = false;
 		if (op == RDMAP_OP_READ_RESP)
@@ -1548,6 +1556,7 @@ static void conn_fail(struct xs_conn *c, bool local, const struct xs_err *err, i
 		c->ops->failed(c->qp, local, err);
 	conn_shut(c, SHUT_RDWR);
 	c->state = CONN_CLOSED;
+	xs_stat_state(c->stat, XS_STAT_CLOSED, status);
 	conn_report_closed(c, status);
 }
 
@@ -1570,12 +1579,14 @@ static void conn_terminate_fail(struct xs_conn *c, const struct rdmap_term *t)
 			uint8_t *hdr = c->tx.frame.hdr + MPA_HDR_LEN;
 			struct iovec ulp[2] = { { hdr, ddp_hdr_encode(&h, hdr) }, { body, (size_t)n } };
 			if (mpa_tx_frame(&c->tx.mpa, ulp, 2, &c->tx.frame) == 0) {
+				xs_stat_tx(c->stat, &c->tx.frame);
 				struct msghdr mh = { .msg_iov = c->tx.frame.iov,
 						     .msg_iovlen = (size_t)c->tx.frame.iovcnt };
 				if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 					xs_log("Terminate not sent: %s", strerror(errno));
 			}
 		}
+		xs_stat_term(c->stat, true, &t->cause);
 		pthread_mutex_lock(&c->tx_mu);
 		c->tx_busy = false;
 		pthread_mutex_unlock(&c->tx_mu);
@@ -1588,6 +1599,7 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 {
 	struct rdmap_term t = { .cause = *err };
 
+	xs_stat_rx_error(c->stat, err);
 	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
 		t.d = true;
 		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
@@ -1676,6 +1688,7 @@ static size_t conn_receive_locked(struct xs_conn *c, size_t budget, bool engine)
 				rc = iw_rx_input_part(&c->rx, c->rbuf, fed, &used, &err);
 			}
 		}
+		xs_stat_rx(c->stat, n, c->rx.fpdus);
 		if (n > 0 && !atomic_load_explicit(&c->rx_any, memory_order_relaxed)) {
 			atomic_store(&c->tx_at_rx, atomic_load(&c->tx_writes));
 			atomic_store(&c->rx_any, true);
@@ -2633,6 +2646,7 @@ static bool linger_start(struct xs_conn *c, unsigned flags)
 	if (fin_now || (flags & CMD_FIN))
 		conn_fin(c);
 	c->state = CONN_LINGER;
+	xs_stat_state(c->stat, XS_STAT_LINGER, 0);
 	c->linger_end_ms = xs_now_ms() + fin_delay(c) + linger;
 	late_add(c);
 	conn_arm(c); /* a parked connection has no poll armed */
@@ -2941,6 +2955,7 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	ddp_rx_add_queue(&c->rx.ddp, q_term);
 	if (q_aresp)
 		ddp_rx_add_queue(&c->rx.ddp, q_aresp);
+	c->stat = xs_stat_conn_open(c, c->fd, &c->agreed, c->initiator);
 	c->state = CONN_ESTABLISHED;
 	if (!on_engine_thread)
 		pthread_mutex_unlock(&c->rx_mu);
