@@ -99,6 +99,29 @@ static bool pid_alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+/* Does the file still belong to process pid?  Not once the pid is gone,
+ * nor after an execve of a program that never connected (the file is no
+ * longer mapped there).  Unknown (maps not readable): yes. */
+static bool file_live(int pid, const char *path)
+{
+	char maps[64], line[512];
+	bool found = false;
+	FILE *m;
+
+	if (!pid_alive(pid))
+		return false;
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	m = fopen(maps, "re");
+	if (!m)
+		return true;
+	while (!found && fgets(line, sizeof(line), m)) {
+		char *p = strstr(line, path);
+		found = p && (p[strlen(path)] == '\n' || p[strlen(path)] == ' ');
+	}
+	fclose(m);
+	return found;
+}
+
 static void dir_copy(struct xs_stat_dir *o, const struct xs_stat_dir *d)
 {
 	o->octets = LOAD(d->octets);
@@ -411,7 +434,7 @@ static int list_all(void)
 		if (*end || pid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", XS_STAT_DIR, e->d_name);
-		if (!pid_alive((int)pid)) {
+		if (!file_live((int)pid, path)) {
 			unlink(path); /* its process ended without its exit handlers */
 			continue;
 		}
@@ -451,7 +474,7 @@ static int show_pid(int pid, double watch)
 		fprintf(stderr, "xsock-stat: no process %d\n", pid);
 		return 1;
 	}
-	if (!pid_alive(pid)) {
+	if (!file_live(pid, path)) {
 		unlink(path);
 		fprintf(stderr, "xsock-stat: process %d is gone (its file removed)\n", pid);
 		return 1;
@@ -469,7 +492,7 @@ static int show_pid(int pid, double watch)
 		else
 			table_snap(cur, prev);
 		fflush(stdout);
-		if (watch <= 0 || !pid_alive(pid))
+		if (watch <= 0 || !file_live(pid, path))
 			break;
 		struct timespec ts = { (time_t)watch, (long)((watch - (double)(time_t)watch) * 1e9) };
 		nanosleep(&ts, NULL);

@@ -82,17 +82,10 @@ static void stat_hdr_init(struct xs_stat_hdr *h)
 	__atomic_store_n(&h->magic, XS_STAT_MAGIC, __ATOMIC_RELEASE);
 }
 
-static void stat_fork_prepare(void)
-{
-	pthread_mutex_lock(&stat_mu);
-}
-
-static void stat_fork_parent(void)
-{
-	pthread_mutex_unlock(&stat_mu);
-}
-
-/* The child: the same slots in a file of its own, at the same address. */
+/* The child: the same slots in a file of its own, at the same address.
+ * stat_mu is not taken around fork: xs_fork.c's prepare waits for the
+ * engine, which may be waiting for stat_mu (conn_free); a slot given out
+ * or taken back at that very moment may be off by one in the child. */
 static void stat_fork_child(void)
 {
 	pthread_mutex_init(&stat_mu, NULL);
@@ -130,7 +123,7 @@ static bool stat_ready(void)
 	snprintf(h->argv0, sizeof(h->argv0), "%s", program_invocation_name);
 	stat_hdr_init(h);
 	atexit(stat_unlink);
-	pthread_atfork(stat_fork_prepare, stat_fork_parent, stat_fork_child);
+	pthread_atfork(NULL, NULL, stat_fork_child);
 	return true;
 }
 

@@ -13,6 +13,8 @@
 
 #include <infiniband/verbs.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ddp/ddp_wire.h"
@@ -41,36 +43,26 @@ void xs_stat_conn_close(struct xs_stat_conn *s);
  * lock (flushes are rare: the slot is looked up by owner). */
 void xs_stat_flushed(const struct xs_conn *owner);
 
+/* The counter a message of each RDMAP opcode adds to (its index among
+ * the uint64_t of struct xs_stat_dir; 0, the octets: none). */
+#define XS_STAT_MSG(f) (offsetof(struct xs_stat_dir, f) / sizeof(uint64_t))
+static const uint8_t xs_stat_msg_field[RDMAP_OP_COUNT] = {
+	[RDMAP_OP_SEND] = XS_STAT_MSG(sends),	    [RDMAP_OP_SEND_INV] = XS_STAT_MSG(sends),
+	[RDMAP_OP_SEND_SE] = XS_STAT_MSG(sends),    [RDMAP_OP_SEND_SE_INV] = XS_STAT_MSG(sends),
+	[RDMAP_OP_IMM_DATA] = XS_STAT_MSG(sends),   [RDMAP_OP_IMM_DATA_SE] = XS_STAT_MSG(sends),
+	[RDMAP_OP_WRITE] = XS_STAT_MSG(writes),	    [RDMAP_OP_READ_REQ] = XS_STAT_MSG(reads),
+	[RDMAP_OP_READ_RESP] = XS_STAT_MSG(read_resps), [RDMAP_OP_ATOMIC_REQ] = XS_STAT_MSG(atomics),
+	[RDMAP_OP_TERMINATE] = XS_STAT_MSG(terms),
+};
+
 /* The message an FPDU ends (its DDP header's L bit), by RDMAP opcode. */
 static inline void xs_stat_msg(struct xs_stat_dir *d, unsigned op)
 {
-	switch (op) {
-	case RDMAP_OP_SEND:
-	case RDMAP_OP_SEND_INV:
-	case RDMAP_OP_SEND_SE:
-	case RDMAP_OP_SEND_SE_INV:
-	case RDMAP_OP_IMM_DATA:
-	case RDMAP_OP_IMM_DATA_SE:
-		XS_STAT_ADD(d, sends, 1);
-		break;
-	case RDMAP_OP_WRITE:
-		XS_STAT_ADD(d, writes, 1);
-		break;
-	case RDMAP_OP_READ_REQ:
-		XS_STAT_ADD(d, reads, 1);
-		break;
-	case RDMAP_OP_READ_RESP:
-		XS_STAT_ADD(d, read_resps, 1);
-		break;
-	case RDMAP_OP_ATOMIC_REQ:
-		XS_STAT_ADD(d, atomics, 1);
-		break;
-	case RDMAP_OP_TERMINATE:
-		XS_STAT_ADD(d, terms, 1);
-		break;
-	default:
-		break;
-	}
+	unsigned f = xs_stat_msg_field[op & RDMAP_OPCODE_MASK];
+	uint64_t *p = (uint64_t *)d + f;
+
+	if (f)
+		__atomic_store_n(p, *p + 1, __ATOMIC_RELAXED);
 }
 
 /* Transmit side, the tx owner: the FPDU just framed in f (its DDP header
