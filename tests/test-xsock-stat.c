@@ -257,6 +257,32 @@ static void check_tool(const char *const *want, int n)
 	CHECK(system(cmd) == 0);
 }
 
+/* A child of fork counts in a file of its own, which starts with the
+ * connections it inherited; xsock-stat removes it once the child is gone
+ * (_exit: no exit handlers). */
+static void test_fork_child(void)
+{
+	char path[128], cmd[512];
+	const char *top = getenv("XS_TOP_BUILDDIR");
+	int st;
+	pid_t pid = fork();
+
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		const struct xs_stat_file *f = stat_map();
+		bool ok = f->hdr.pid == getpid() && slot_of(f, true).in_use && slot_of(f, false).in_use &&
+			  slot_of(f, true).c.tx.sends == N;
+		_exit(ok ? 0 : 1);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	stat_path(path, sizeof(path), pid);
+	CHECK(access(path, F_OK) == 0);
+	snprintf(cmd, sizeof(cmd), "%s/tools/xsock-stat --json >/dev/null", top ? top : ".");
+	CHECK(system(cmd) == 0);
+	CHECK(access(path, F_OK) != 0);
+}
+
 static void test_exchange(void)
 {
 	struct ibv_wc wc[N + M + K + 1];
@@ -328,6 +354,7 @@ static void test_exchange(void)
 	const char *want2[] = { "\"terminates\": 1, \"last_terminate\": {\"layer\": 1, \"etype\": 1, \"ecode\": 0}",
 				"\"state\": \"CLOSED\"", "\"flushed\": 2", "\"flushed\": 3" };
 	check_tool(want2, 4);
+	test_fork_child(); /* after it: a fork leaves shared connections unclaimed */
 
 	/* the connections gone: their counters in the process's closed totals */
 	rdma_destroy_qp(c.id);
