@@ -341,9 +341,9 @@ static void test_exchange(void)
 	ss = slot_of(f, false);
 	CHECK_EQ_U(ss.c.tx.terms, 1);
 	CHECK_EQ_U(cs.c.rx.terms, 1);
-	CHECK_EQ_U(ss.c.tx.term, 1u << 24 | 1u << 16 | 1u << 8 | 0); /* DDP/1/0x00 */
-	CHECK_EQ_U(cs.c.rx.term, ss.c.tx.term);
-	CHECK_EQ_U(cs.c.tx.terms + ss.c.rx.terms + cs.c.tx.term + ss.c.rx.term, 0);
+	CHECK_EQ_U(ss.c.term_tx, 1u << 24 | 1u << 16 | 1u << 8 | 0); /* DDP/1/0x00 */
+	CHECK_EQ_U(cs.c.term_rx, ss.c.term_tx);
+	CHECK_EQ_U(cs.c.tx.terms + ss.c.rx.terms + cs.c.term_tx + ss.c.term_rx, 0);
 	CHECK_EQ_U(cs.c.tx.writes, M + 1);
 	CHECK_EQ_U(ss.c.rx.writes, M); /* not placed */
 	CHECK_EQ_U(cs.c.flushed, F);

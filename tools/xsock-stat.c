@@ -132,7 +132,6 @@ static void dir_copy(struct xs_stat_dir *o, const struct xs_stat_dir *d)
 	o->read_resps = LOAD(d->read_resps);
 	o->atomics = LOAD(d->atomics);
 	o->terms = LOAD(d->terms);
-	o->term = LOAD(d->term);
 }
 
 static void cnt_copy(struct xs_stat_counters *o, const struct xs_stat_counters *c)
@@ -141,6 +140,8 @@ static void cnt_copy(struct xs_stat_counters *o, const struct xs_stat_counters *
 	dir_copy(&o->rx, &c->rx);
 	o->crc_errors = LOAD(c->crc_errors);
 	o->flushed = LOAD(c->flushed);
+	o->term_tx = LOAD(c->term_tx);
+	o->term_rx = LOAD(c->term_rx);
 }
 
 static void dir_sum(struct xs_stat_dir *o, const struct xs_stat_dir *d)
@@ -153,8 +154,6 @@ static void dir_sum(struct xs_stat_dir *o, const struct xs_stat_dir *d)
 	o->read_resps += d->read_resps;
 	o->atomics += d->atomics;
 	o->terms += d->terms;
-	if (d->term)
-		o->term = d->term;
 }
 
 /* One slot, if it holds one connection all through the copy. */
@@ -185,6 +184,7 @@ static int snap_take(const struct sfile *sf, struct snap *sn)
 		if (hi > h->nslots)
 			hi = h->nslots;
 		memcpy(&sn->hdr, h, offsetof(struct xs_stat_hdr, opened));
+		sn->hdr.argv0[XS_STAT_ARGV0 - 1] = 0;
 		sn->hdr.opened = LOAD(h->opened);
 		sn->hdr.closed_conns = LOAD(h->closed_conns);
 		cnt_copy(&sn->total, &h->closed);
@@ -208,6 +208,10 @@ static int snap_take(const struct sfile *sf, struct snap *sn)
 			dir_sum(&sn->total.rx, &sn->conn[i].c.rx);
 			sn->total.crc_errors += sn->conn[i].c.crc_errors;
 			sn->total.flushed += sn->conn[i].c.flushed;
+			if (sn->conn[i].c.term_tx)
+				sn->total.term_tx = sn->conn[i].c.term_tx;
+			if (sn->conn[i].c.term_rx)
+				sn->total.term_rx = sn->conn[i].c.term_rx;
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -277,24 +281,24 @@ static double rate(uint64_t now, uint64_t before, double dt)
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-static void json_dir(const char *name, const struct xs_stat_dir *d)
+static void json_dir(const char *name, const struct xs_stat_dir *d, uint32_t term)
 {
 	printf("\"%s\": {\"octets\": %" PRIu64 ", \"fpdus\": %" PRIu64 ", \"sends\": %" PRIu64
 	       ", \"writes\": %" PRIu64 ", \"reads\": %" PRIu64 ", \"read_resps\": %" PRIu64
 	       ", \"atomics\": %" PRIu64 ", \"terminates\": %" PRIu64,
 	       name, d->octets, d->fpdus, d->sends, d->writes, d->reads, d->read_resps, d->atomics,
 	       d->terms);
-	if (d->term)
+	if (term)
 		printf(", \"last_terminate\": {\"layer\": %u, \"etype\": %u, \"ecode\": %u}",
-		       (d->term >> 16) & 0xff, (d->term >> 8) & 0xff, d->term & 0xff);
+		       (term >> 16) & 0xff, (term >> 8) & 0xff, term & 0xff);
 	printf("}");
 }
 
 static void json_counters(const struct xs_stat_counters *c)
 {
-	json_dir("tx", &c->tx);
+	json_dir("tx", &c->tx, c->term_tx);
 	printf(", ");
-	json_dir("rx", &c->rx);
+	json_dir("rx", &c->rx, c->term_rx);
 	printf(", \"crc_errors\": %" PRIu64 ", \"flushed\": %" PRIu64, c->crc_errors, c->flushed);
 }
 
@@ -357,8 +361,8 @@ static void table_row(const char *name, const struct xs_stat_counters *c)
 {
 	char tt[24], tr[24];
 
-	term_str(tt, sizeof(tt), c->tx.term);
-	term_str(tr, sizeof(tr), c->rx.term);
+	term_str(tt, sizeof(tt), c->term_tx);
+	term_str(tr, sizeof(tr), c->term_rx);
 	printf("%-6s %14" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64 "/%-9" PRIu64
 	       " %8" PRIu64 "/%-8" PRIu64 " %7" PRIu64 "/%-7" PRIu64 " %7" PRIu64 "/%-7" PRIu64
 	       " %3" PRIu64 "/%-3" PRIu64 " %-12s %-12s %5" PRIu64 " %7" PRIu64 "\n",
@@ -470,8 +474,13 @@ static int show_pid(int pid, double watch)
 	struct sfile sf;
 
 	path_of(path, sizeof(path), (unsigned)getuid(), pid);
-	if (access(path, F_OK) < 0 && !pid_alive(pid)) {
+	if (!pid_alive(pid) && access(path, F_OK) < 0) {
 		fprintf(stderr, "xsock-stat: no process %d\n", pid);
+		return 1;
+	}
+	if (access(path, F_OK) < 0) {
+		fprintf(stderr, "xsock-stat: process %d has no counters (no connection yet, "
+				"XSOCK_STAT=0, or another user's)\n", pid);
 		return 1;
 	}
 	if (!file_live(pid, path)) {

@@ -215,8 +215,6 @@ static void dir_add(struct xs_stat_dir *to, const struct xs_stat_dir *d)
 	XS_STAT_ADD(to, read_resps, d->read_resps);
 	XS_STAT_ADD(to, atomics, d->atomics);
 	XS_STAT_ADD(to, terms, d->terms);
-	if (d->term)
-		XS_STAT_SET(to, term, d->term);
 }
 
 void xs_stat_conn_close(struct xs_stat_conn *s)
@@ -233,6 +231,10 @@ void xs_stat_conn_close(struct xs_stat_conn *s)
 	dir_add(&h->closed.rx, &s->c.rx);
 	XS_STAT_ADD(&h->closed, crc_errors, s->c.crc_errors);
 	XS_STAT_ADD(&h->closed, flushed, s->c.flushed);
+	if (s->c.term_tx)
+		XS_STAT_SET(&h->closed, term_tx, s->c.term_tx);
+	if (s->c.term_rx)
+		XS_STAT_SET(&h->closed, term_rx, s->c.term_rx);
 	XS_STAT_ADD(h, closed_conns, 1);
 	slot_gen_bump(s);
 	__atomic_store_n(&s->in_use, 0, __ATOMIC_RELAXED);

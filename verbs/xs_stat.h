@@ -99,8 +99,9 @@ static inline void xs_stat_rx_msg(struct xs_stat_conn *s, enum rdmap_opcode op)
 static inline void xs_stat_term(struct xs_stat_conn *s, bool tx, const struct xs_err *e)
 {
 	if (s)
-		XS_STAT_SET(tx ? &s->c.tx : &s->c.rx, term,
-			    1u << 24 | (uint32_t)e->layer << 16 | (uint32_t)e->etype << 8 | e->ecode);
+		__atomic_store_n(tx ? &s->c.term_tx : &s->c.term_rx,
+				 1u << 24 | (uint32_t)e->layer << 16 | (uint32_t)e->etype << 8 | e->ecode,
+				 __ATOMIC_RELAXED);
 }
 
 /* Receive side, rx lock held: the stream failed with err (a CRC error is

@@ -33,8 +33,8 @@ enum xs_stat_state {
 	XS_STAT_CLOSED = 3, /* the stream ended (slot.status says how) */
 };
 
-/* One direction of a connection.  term: the last Terminate's triple,
- * (1 << 24) | layer << 16 | etype << 8 | ecode, 0 for none. */
+/* One direction of a connection: one cache line, written by one thread
+ * at a time (the other direction's writer never touches it). */
 struct xs_stat_dir {
 	uint64_t octets; /* FPDU octets (MPA stream after the handshake) */
 	uint64_t fpdus;
@@ -44,14 +44,17 @@ struct xs_stat_dir {
 	uint64_t read_resps; /* RDMA Read Responses (messages) */
 	uint64_t atomics; /* RFC 7306 Atomic Requests */
 	uint64_t terms; /* Terminates */
-	uint32_t term;
-	uint32_t pad;
 };
 
+/* term_tx, term_rx: the last Terminate's triple each way,
+ * (1 << 24) | layer << 16 | etype << 8 | ecode, 0 for none. */
 struct xs_stat_counters {
-	struct xs_stat_dir tx, rx;
-	uint64_t crc_errors; /* FPDUs whose MPA CRC was wrong (the stream then ends) */
+	_Alignas(64) struct xs_stat_dir tx;
+	_Alignas(64) struct xs_stat_dir rx;
+	/* rare: a line of their own */
+	_Alignas(64) uint64_t crc_errors; /* FPDUs whose MPA CRC was wrong (the stream then ends) */
 	uint64_t flushed; /* WRs completed with IBV_WC_WR_FLUSH_ERR */
+	uint32_t term_tx, term_rx;
 };
 
 /* An address: family AF_INET or AF_INET6 (0: unknown), port in host order. */
@@ -97,8 +100,8 @@ struct xs_stat_file {
 	struct xs_stat_conn slot[];
 };
 
-_Static_assert(sizeof(struct xs_stat_dir) == 72, "xs_stat_dir layout");
-_Static_assert(sizeof(struct xs_stat_conn) % 8 == 0, "xs_stat_conn layout");
-_Static_assert(sizeof(struct xs_stat_hdr) % 8 == 0, "xs_stat_hdr layout");
+_Static_assert(sizeof(struct xs_stat_dir) == 64, "xs_stat_dir: one cache line");
+_Static_assert(sizeof(struct xs_stat_conn) == 320, "xs_stat_conn layout");
+_Static_assert(sizeof(struct xs_stat_hdr) % 64 == 0, "xs_stat_hdr layout");
 
 #endif
