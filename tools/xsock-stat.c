@@ -99,27 +99,31 @@ static bool pid_alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-/* Does the file still belong to process pid?  Not once the pid is gone,
- * nor after an execve of a program that never connected (the file is no
- * longer mapped there).  Unknown (maps not readable): yes. */
-static bool file_live(int pid, const char *path)
+/* Is the file, of process pid by its name and mapped (h), left over?  Yes
+ * once the pid is gone, or after an execve of a program that never
+ * connected (the file, complete, is no longer mapped there).  No while it
+ * is being made: magic not yet set, or a fork child's copy still saying
+ * the parent's pid.  Unknown (maps not readable): no. */
+static bool file_stale(int pid, const char *path, const struct xs_stat_hdr *h)
 {
 	char maps[64], line[512];
 	bool found = false;
 	FILE *m;
 
 	if (!pid_alive(pid))
+		return true;
+	if (!h || LOAD(h->pid) != pid)
 		return false;
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
 	m = fopen(maps, "re");
 	if (!m)
-		return true;
+		return false;
 	while (!found && fgets(line, sizeof(line), m)) {
 		char *p = strstr(line, path);
 		found = p && (p[strlen(path)] == '\n' || p[strlen(path)] == ' ');
 	}
 	fclose(m);
-	return found;
+	return !found;
 }
 
 static void dir_copy(struct xs_stat_dir *o, const struct xs_stat_dir *d)
@@ -438,12 +442,17 @@ static int list_all(void)
 		if (*end || pid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", XS_STAT_DIR, e->d_name);
-		if (!file_live((int)pid, path)) {
+		if (!pid_alive((int)pid)) {
 			unlink(path); /* its process ended without its exit handlers */
 			continue;
 		}
 		if (sfile_open(&sf, path, true) < 0)
+			continue; /* being made, or another layout */
+		if (file_stale((int)pid, path, &sf.f->hdr)) {
+			sfile_close(&sf);
+			unlink(path); /* its process called execve */
 			continue;
+		}
 		if (snap_take(&sf, &sn) == 0) {
 			if (json) {
 				printf("%s{\"pid\": %d, \"argv0\": ", first ? "" : ", ", sn.hdr.pid);
@@ -483,13 +492,14 @@ static int show_pid(int pid, double watch)
 				"XSOCK_STAT=0, or another user's)\n", pid);
 		return 1;
 	}
-	if (!file_live(pid, path)) {
+	if (sfile_open(&sf, path, false) < 0)
+		return 1;
+	if (file_stale(pid, path, &sf.f->hdr)) {
+		sfile_close(&sf);
 		unlink(path);
 		fprintf(stderr, "xsock-stat: process %d is gone (its file removed)\n", pid);
 		return 1;
 	}
-	if (sfile_open(&sf, path, false) < 0)
-		return 1;
 	for (;;) {
 		if (snap_take(&sf, cur) < 0) {
 			fprintf(stderr, "xsock-stat: %s: no consistent copy\n", path);
@@ -501,7 +511,7 @@ static int show_pid(int pid, double watch)
 		else
 			table_snap(cur, prev);
 		fflush(stdout);
-		if (watch <= 0 || !file_live(pid, path))
+		if (watch <= 0 || file_stale(pid, path, &sf.f->hdr))
 			break;
 		struct timespec ts = { (time_t)watch, (long)((watch - (double)(time_t)watch) * 1e9) };
 		nanosleep(&ts, NULL);
