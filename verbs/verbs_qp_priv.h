@@ -156,6 +156,7 @@ static inline struct ibv_sge sge_get(const struct ibv_sge *list, int i)
 static inline struct ibv_wc make_wc(const struct xs_qp *q, uint64_t wr_id,
 				    enum ibv_wc_opcode op, enum ibv_wc_status st, uint32_t len)
 {
+	xs_stat_wc(__atomic_load_n(&q->conn, __ATOMIC_ACQUIRE), st);
 	return (struct ibv_wc){
 		.wr_id = wr_id,
 		.status = st,

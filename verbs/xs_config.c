@@ -91,6 +91,7 @@ static void xs_config_load(void)
 	xs_cfg.rnr_ms = env_uint("XSOCK_RNR_MS", 60000, 1000);
 	/* RFC 7306: agreed only when the peer (another xsock) answers it */
 	xs_cfg.rdmap_ext = env_bool("XSOCK_RDMAP_EXT", true);
+	xs_cfg.stat = env_bool("XSOCK_STAT", true);
 	xs_cfg.zc_min = env_uint("XSOCK_ZC_MIN", 1L << 30, XS_ZC_MIN);
 	v = getenv("XSOCK_ZC");
 	if (v && strcmp(v, "always") == 0)

@@ -119,6 +119,7 @@ void xs_eng_conn_free(struct xs_conn *c)
 		c->all_next->all_prev = c->all_prev;
 	xs_arena_unref(c->arena);
 	pthread_mutex_unlock(&xs_eng.reg_mu);
+	xs_stat_conn_close(c->stat);
 	if (c->listener)
 		xs_eng_listener_unref(c->listener);
 	if (c->fd >= 0)
@@ -325,6 +326,7 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	ddp_rx_add_queue(&c->rx.ddp, q_term);
 	if (q_aresp)
 		ddp_rx_add_queue(&c->rx.ddp, q_aresp);
+	c->stat = xs_stat_conn_open(c, c->fd, &c->agreed, c->initiator);
 	c->state = CONN_ESTABLISHED;
 	if (!xs_eng_on_thread)
 		pthread_mutex_unlock(&c->rx_mu);

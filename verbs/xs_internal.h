@@ -28,6 +28,7 @@
 #include "iwarp/iw_stream.h"
 #include "mpa/mpa.h"
 #include "verbs/xs_priv_abi.h"
+#include "verbs/xs_stat.h"
 
 struct rdma_cm_id;
 struct rdma_event_channel;
@@ -107,6 +108,7 @@ struct xs_config {
 	/* XSOCK_ZC=always: zero-copy also to a peer on this host, where the
 	 * kernel copies anyway (to measure it; default: auto) */
 	bool zc_always;
+	bool stat; /* XSOCK_STAT: live counters for xsock-stat(1) in /dev/shm (default 1; xs_stat.c) */
 };
 
 const struct xs_config *xs_config(void);

@@ -126,6 +126,7 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 
 	if (c->dead || c->rx_defer)
 		return; /* the stream ended earlier in this input */
+	xs_stat_rx_msg(c->stat, op);
 	if (qn == RDMAP_QN_TERMINATE) {
 		struct rdmap_term t;
 		struct xs_err e;
@@ -137,6 +138,7 @@ static void conn_deliver(void *ctx, enum rdmap_opcode op, uint32_t qn, const str
 		else
 			xs_err_set(&c->term_cause, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 				   RDMAP_ECODE_UNSPECIFIED);
+		xs_stat_term(c->stat, false, &c->term_cause);
 	}
 	if (c->rtr_wait && rtr_untagged(c, qn, d))
 		return;
@@ -148,6 +150,7 @@ static void conn_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_h
 {
 	struct xs_conn *c = ctx;
 
+	xs_stat_rx_msg(c->stat, op);
 	if (c->rtr_eat_last) {
 		c->rtr_eat_last = false;
 		if (op == RDMAP_OP_READ_RESP)
@@ -200,6 +203,7 @@ void xs_rx_fail(struct xs_conn *c, bool local, const struct xs_err *err, int sta
 		c->ops->failed(c->qp, local, err);
 	xs_eng_shut(c, SHUT_RDWR);
 	c->state = CONN_CLOSED;
+	xs_stat_state(c->stat, XS_STAT_CLOSED, status);
 	conn_report_closed(c, status);
 }
 
@@ -222,12 +226,14 @@ void xs_rx_terminate_fail(struct xs_conn *c, const struct rdmap_term *t)
 			uint8_t *hdr = c->tx.frame.hdr + MPA_HDR_LEN;
 			struct iovec ulp[2] = { { hdr, ddp_hdr_encode(&h, hdr) }, { body, (size_t)n } };
 			if (mpa_tx_frame(&c->tx.mpa, ulp, 2, &c->tx.frame) == 0) {
+				xs_stat_tx(c->stat, &c->tx.frame);
 				struct msghdr mh = { .msg_iov = c->tx.frame.iov,
 						     .msg_iovlen = (size_t)c->tx.frame.iovcnt };
 				if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 					xs_log("Terminate not sent: %s", strerror(errno));
 			}
 		}
+		xs_stat_term(c->stat, true, &t->cause);
 		pthread_mutex_lock(&c->tx_mu);
 		c->tx_busy = false;
 		pthread_mutex_unlock(&c->tx_mu);
@@ -240,6 +246,7 @@ static void conn_protocol_error(struct xs_conn *c, const struct xs_err *err)
 {
 	struct rdmap_term t = { .cause = *err };
 
+	xs_stat_rx_error(c->stat, err);
 	if (c->rx.hdr_len && c->rx.hdr_got == c->rx.hdr_len) {
 		t.d = true;
 		memcpy(t.ddp_hdr, c->rx.hdr, c->rx.hdr_len);
@@ -328,6 +335,7 @@ size_t xs_rx_receive(struct xs_conn *c, size_t budget, bool engine)
 				rc = iw_rx_input_part(&c->rx, c->rbuf, fed, &used, &err);
 			}
 		}
+		xs_stat_rx(c->stat, n, c->rx.fpdus);
 		if (n > 0 && !atomic_load_explicit(&c->rx_any, memory_order_relaxed)) {
 			atomic_store(&c->tx_at_rx, atomic_load(&c->tx_writes));
 			atomic_store(&c->rx_any, true);

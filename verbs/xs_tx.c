@@ -226,6 +226,7 @@ static int conn_write_blocking(void *ctx, const struct iovec *iov, int cnt, size
 	size_t copy = 0;
 	int rc;
 
+	xs_stat_tx(c->stat, &c->tx.frame);
 	if (tls_cork != c)
 		return conn_write_raw(c, iov, cnt, len);
 	for (int i = 0; i < cnt; i++)
@@ -437,6 +438,7 @@ int xs_conn_terminate(struct xs_conn *c, const struct rdmap_term *t)
 	if (rc < 0)
 		return rc;
 	rc = iw_tx_terminate(&c->tx, t);
+	xs_stat_term(c->stat, true, &t->cause);
 	tx_release(c);
 	return rc;
 }
@@ -496,6 +498,7 @@ static void rem_append(struct xs_conn *c)
 {
 	const struct mpa_txframe *f = &c->tx.frame;
 
+	xs_stat_tx(c->stat, f);
 	for (int i = 0; i < f->iovcnt; i++) {
 		struct iovec v = f->iov[i];
 		const uint8_t *b = v.iov_base;

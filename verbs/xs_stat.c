@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The process's statistics file for xsock-stat(1): /dev/shm/xsock-UID-PID,
+ * mode 0600, made on the first connection (unless XSOCK_STAT=0), removed at
+ * exit (a process that ends without exit handlers leaves it for
+ * xsock-stat, which removes it once the pid is gone).  Slots are given out
+ * and taken back here, under stat_mu; the counters in them are written by
+ * the hooks of xs_stat.h without any lock.  After fork the child gets a
+ * file of its own mapped where the parent's was, so the slots of the
+ * connections it inherited stay valid and count in the child's file. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "verbs/xs_internal.h"
+
+#define STAT_SIZE (sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn))
+
+static pthread_mutex_t stat_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct xs_stat_file *stat_map; /* NULL until the first connection */
+static bool stat_failed; /* the file could not be made: no more tries */
+static char stat_path[64];
+/* private: the connection each slot counts for (xs_stat_flushed), and the
+ * last one looked up (the WRs of one QP flush together) */
+static const struct xs_conn *stat_owner[XS_STAT_SLOTS];
+static unsigned stat_last;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void stat_unlink(void)
+{
+	if (stat_map)
+		unlink(stat_path);
+}
+
+/* A new file at stat_path holding len octets of init (NULL: zeros), mapped
+ * at addr (NULL: anywhere).  The mapping, or NULL. */
+static void *stat_file(const void *init, size_t len, void *addr)
+{
+	void *m;
+	int fd;
+
+	snprintf(stat_path, sizeof(stat_path), XS_STAT_DIR "/" XS_STAT_PREFIX "%u-%d",
+		 (unsigned)getuid(), (int)getpid());
+	fd = open(stat_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)STAT_SIZE) < 0 || (init && write(fd, init, len) != (ssize_t)len)) {
+		close(fd);
+		unlink(stat_path);
+		return NULL;
+	}
+	m = mmap(addr, STAT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0), fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		unlink(stat_path);
+		return NULL;
+	}
+	return m;
+}
+
+static void stat_hdr_init(struct xs_stat_hdr *h)
+{
+	h->pid = (int32_t)getpid();
+	h->uid = (uint32_t)getuid();
+	h->created_ns = now_ns();
+	__atomic_store_n(&h->magic, XS_STAT_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* The child: the same slots in a file of its own, at the same address.
+ * stat_mu is not taken around fork: xs_fork.c's prepare waits for the
+ * engine, which may be waiting for stat_mu (conn_free); a slot given out
+ * or taken back at that very moment may be off by one in the child. */
+static void stat_fork_child(void)
+{
+	pthread_mutex_init(&stat_mu, NULL);
+	if (!stat_map)
+		return;
+	size_t used = sizeof(struct xs_stat_hdr) + stat_map->hdr.hiwater * sizeof(struct xs_stat_conn);
+	if (!stat_file(stat_map, used, stat_map)) {
+		/* keep counting into a private copy rather than the parent's file */
+		mmap(stat_map, STAT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		     -1, 0);
+		stat_failed = true;
+		return;
+	}
+	stat_hdr_init(&stat_map->hdr);
+}
+
+/* stat_mu held: the file, made on first use. */
+static bool stat_ready(void)
+{
+	struct xs_stat_hdr *h;
+
+	if (stat_map || stat_failed)
+		return stat_map && !stat_failed;
+	stat_map = stat_file(NULL, 0, NULL);
+	if (!stat_map) {
+		stat_failed = true;
+		xs_log("xsock-stat: no statistics file %s: %s", stat_path, strerror(errno));
+		return false;
+	}
+	h = &stat_map->hdr;
+	h->version = XS_STAT_VERSION;
+	h->hdr_size = sizeof(struct xs_stat_hdr);
+	h->slot_size = sizeof(struct xs_stat_conn);
+	h->nslots = XS_STAT_SLOTS;
+	snprintf(h->argv0, sizeof(h->argv0), "%s", program_invocation_name);
+	stat_hdr_init(h);
+	atexit(stat_unlink);
+	pthread_atfork(NULL, NULL, stat_fork_child);
+	return true;
+}
+
+static void stat_addr(struct xs_stat_addr *out, const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+		out->port = ntohs(s->sin_port);
+		memcpy(out->addr, &s->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+		out->port = ntohs(s->sin6_port);
+		memcpy(out->addr, &s->sin6_addr, 16);
+	} else {
+		return;
+	}
+	out->family = ss->ss_family;
+}
+
+/* A slot being filled or freed: readers skip it while gen is odd. */
+static void slot_gen_bump(struct xs_stat_conn *s)
+{
+	__atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+struct xs_stat_conn *xs_stat_conn_open(const struct xs_conn *owner, int fd,
+				       const struct mpa_agreed *a, bool initiator)
+{
+	struct sockaddr_storage ss;
+	struct xs_stat_conn *s;
+	socklen_t len;
+	unsigned i;
+
+	if (!xs_config()->stat)
+		return NULL;
+	pthread_mutex_lock(&stat_mu);
+	if (!stat_ready())
+		goto none;
+	for (i = 0; i < XS_STAT_SLOTS && stat_owner[i]; i++)
+		;
+	if (i == XS_STAT_SLOTS)
+		goto none;
+	stat_owner[i] = owner;
+	s = &stat_map->slot[i];
+	slot_gen_bump(s);
+	uint32_t gen = s->gen;
+	memset(s, 0, sizeof(*s));
+	s->gen = gen;
+	s->state = XS_STAT_ESTABLISHED;
+	s->opened_ns = now_ns();
+	len = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+		stat_addr(&s->local, &ss);
+	len = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+		stat_addr(&s->peer, &ss);
+	s->mpa_rev = a->rev;
+	s->crc = a->crc;
+	s->markers_tx = a->markers_tx;
+	s->markers_rx = a->markers_rx;
+	s->p2p = a->p2p;
+	s->rtr = (uint8_t)a->rtr;
+	s->rdmap_ext = a->rdmap_ext;
+	s->initiator = initiator;
+	s->ird = a->ird;
+	s->ord = a->ord;
+	s->in_use = 1;
+	slot_gen_bump(s);
+	if (i >= stat_map->hdr.hiwater)
+		__atomic_store_n(&stat_map->hdr.hiwater, i + 1, __ATOMIC_RELEASE);
+	XS_STAT_ADD(&stat_map->hdr, opened, 1);
+	pthread_mutex_unlock(&stat_mu);
+	return s;
+none:
+	pthread_mutex_unlock(&stat_mu);
+	return NULL;
+}
+
+static void dir_add(struct xs_stat_dir *to, const struct xs_stat_dir *d)
+{
+	XS_STAT_ADD(to, octets, d->octets);
+	XS_STAT_ADD(to, fpdus, d->fpdus);
+	XS_STAT_ADD(to, sends, d->sends);
+	XS_STAT_ADD(to, writes, d->writes);
+	XS_STAT_ADD(to, reads, d->reads);
+	XS_STAT_ADD(to, read_resps, d->read_resps);
+	XS_STAT_ADD(to, atomics, d->atomics);
+	XS_STAT_ADD(to, terms, d->terms);
+}
+
+void xs_stat_conn_close(struct xs_stat_conn *s)
+{
+	struct xs_stat_hdr *h;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&stat_mu);
+	h = &stat_map->hdr;
+	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	dir_add(&h->closed.tx, &s->c.tx);
+	dir_add(&h->closed.rx, &s->c.rx);
+	XS_STAT_ADD(&h->closed, crc_errors, s->c.crc_errors);
+	XS_STAT_ADD(&h->closed, flushed, s->c.flushed);
+	if (s->c.term_tx)
+		XS_STAT_SET(&h->closed, term_tx, s->c.term_tx);
+	if (s->c.term_rx)
+		XS_STAT_SET(&h->closed, term_rx, s->c.term_rx);
+	XS_STAT_ADD(h, closed_conns, 1);
+	slot_gen_bump(s);
+	__atomic_store_n(&s->in_use, 0, __ATOMIC_RELAXED);
+	slot_gen_bump(s);
+	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
+	stat_owner[s - stat_map->slot] = NULL;
+	pthread_mutex_unlock(&stat_mu);
+}
+
+void xs_stat_flushed(const struct xs_conn *owner)
+{
+	pthread_mutex_lock(&stat_mu);
+	if (stat_map && !stat_failed) {
+		unsigned n = stat_map->hdr.hiwater, i = stat_last;
+
+		if (i >= n || stat_owner[i] != owner)
+			for (i = 0; i < n && stat_owner[i] != owner; i++)
+				;
+		if (i < n) {
+			stat_last = i;
+			XS_STAT_ADD(&stat_map->slot[i].c, flushed, 1);
+		}
+	}
+	pthread_mutex_unlock(&stat_mu);
+}
