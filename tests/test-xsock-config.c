@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,9 +337,14 @@ static struct xs_settings *fake_priv_settings(struct xs_settings *offer, size_t 
 
 /* No libiwarp in this process: libxsock parses into its own table (the
  * one test_load read XSOCK_IWARP from) and hands it to a libiwarp loaded
- * later. */
+ * later: a fake, then the built library, which takes it as its own. */
 static void test_settings_share(void)
 {
+	const char *top = getenv("XS_TOP_BUILDDIR");
+	__typeof__(fake_priv_settings) *priv;
+	char lib[4096];
+	void *h;
+
 	CHECK_EQ_U(xsk_setting_num(XS_SET_IWARP), 1); /* test_load's "all" */
 	xsk_settings_share(NULL);
 	CHECK(offered == NULL);
@@ -346,6 +352,16 @@ static void test_settings_share(void)
 	REQUIRE(offered != NULL);
 	CHECK_EQ_U(offered_size, sizeof(struct xs_settings));
 	CHECK_EQ_U(xs_settings_num(offered, XS_SET_IWARP), 1);
+	if (!top)
+		return; /* not under make check */
+	snprintf(lib, sizeof(lib), "%s/verbs/.libs/libiwarp.so.0", top);
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	REQUIRE(h != NULL);
+	*(void **)&priv = dlsym(h, "xsock_priv_settings");
+	REQUIRE(priv != NULL);
+	xsk_settings_share(priv);
+	CHECK(priv(NULL, sizeof(struct xs_settings)) == offered); /* libiwarp's table is ours */
+	CHECK(priv(NULL, 1) == NULL);
 }
 
 int main(void)

@@ -43,7 +43,7 @@ struct xs_settings *xs_settings(void)
 	return t ? t : settings_take(NULL);
 }
 
-struct xs_settings *xsock_priv_settings(struct xs_settings *offer, size_t size)
+XS_EXPORT struct xs_settings *xsock_priv_settings(struct xs_settings *offer, size_t size)
 {
 	if (size != sizeof(struct xs_settings))
 		return NULL; /* not this release's table */
