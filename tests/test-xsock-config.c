@@ -180,7 +180,9 @@ static void test_load(void)
 
 /* ---- the settings table ---------------------------------------------------- */
 
-static int sparse(enum xs_set id, const char *text, unsigned long *num)
+#define BAD (XS_SET_NONE - 1) /* a case that must be refused */
+
+static int try_parse(enum xs_set id, const char *text, unsigned long *num)
 {
 	return xs_setting_parse(&xs_setting_rows[id], text, num);
 }
@@ -195,65 +197,82 @@ static void test_settings_parse(void)
 
 		CHECK(!strncmp(r->name, "XSOCK_", 6));
 		CHECK(r->doc && *r->doc);
-		CHECK(sparse((enum xs_set)i, r->dflt, &v) == 0);
+		CHECK(try_parse((enum xs_set)i, r->dflt, &v) == 0);
 		if (r->kind == XS_KIND_UINT && *r->dflt)
 			CHECK(v >= r->lo && v <= r->hi);
 		CHECK((r->kind == XS_KIND_ENUM) == (r->words != NULL));
 	}
-	/* BOOL */
-	CHECK(sparse(XS_SET_MPA_CRC, "1", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_MPA_CRC, "yes", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_MPA_CRC, "ON", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_MPA_CRC, "True", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_MPA_CRC, "0", &v) == 0 && v == 0);
-	CHECK(sparse(XS_SET_MPA_CRC, "off", &v) == 0 && v == 0);
-	CHECK(sparse(XS_SET_MPA_CRC, "No", &v) == 0 && v == 0);
-	CHECK(sparse(XS_SET_MPA_CRC, "false", &v) == 0 && v == 0);
-	CHECK(sparse(XS_SET_MPA_CRC, "2", &v) < 0);
-	CHECK(sparse(XS_SET_MPA_CRC, "10", &v) < 0);
-	CHECK(sparse(XS_SET_MPA_CRC, "enable", &v) < 0);
-	/* UINT: the edges of 0..60000 and 1..3600000 */
-	CHECK(sparse(XS_SET_RNR_MS, "0", &v) == 0 && v == 0);
-	CHECK(sparse(XS_SET_RNR_MS, "60000", &v) == 0 && v == 60000);
-	CHECK(sparse(XS_SET_RNR_MS, "060000", &v) == 0 && v == 60000); /* decimal */
-	CHECK(sparse(XS_SET_RNR_MS, "60001", &v) < 0);
-	CHECK(sparse(XS_SET_RNR_MS, "-1", &v) < 0);
-	CHECK(sparse(XS_SET_RNR_MS, "+5", &v) < 0);
-	CHECK(sparse(XS_SET_RNR_MS, " 5", &v) < 0);
-	CHECK(sparse(XS_SET_RNR_MS, "5ms", &v) < 0);
-	CHECK(sparse(XS_SET_RNR_MS, "0x10", &v) < 0);
-	CHECK(sparse(XS_SET_RNR_MS, "99999999999999999999999", &v) < 0);
-	CHECK(sparse(XS_SET_MPA_TIMEOUT_MS, "0", &v) < 0);
-	CHECK(sparse(XS_SET_MPA_TIMEOUT_MS, "1", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_MPA_TIMEOUT_MS, "3600000", &v) == 0 && v == 3600000);
-	CHECK(sparse(XS_SET_MPA_TIMEOUT_MS, "3600001", &v) < 0);
-	CHECK(sparse(XS_SET_MPA_REV, "1", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_MPA_REV, "3", &v) < 0);
-	/* UINT with 0x: XSOCK_IWARP_RBUF, 8192..64 MiB */
-	CHECK(sparse(XS_SET_IWARP_RBUF, "8192", &v) == 0 && v == 8192);
-	CHECK(sparse(XS_SET_IWARP_RBUF, "0x2000", &v) == 0 && v == 8192);
-	CHECK(sparse(XS_SET_IWARP_RBUF, "0X4000000", &v) == 0 && v == 67108864);
-	CHECK(sparse(XS_SET_IWARP_RBUF, "0x1fff", &v) < 0);
-	CHECK(sparse(XS_SET_IWARP_RBUF, "67108865", &v) < 0);
-	CHECK(sparse(XS_SET_IWARP_RBUF, "0x", &v) < 0);
-	CHECK(sparse(XS_SET_IWARP_RBUF, "0x-2000", &v) < 0);
-	/* UINT without default: unset is no value */
-	CHECK(sparse(XS_SET_EXEC_FD, "", &v) == 0 && v == XS_SET_NONE);
-	CHECK(sparse(XS_SET_EXEC_FD, "2147483647", &v) == 0 && v == 2147483647);
-	CHECK(sparse(XS_SET_EXEC_FD, "2147483648", &v) < 0);
-	/* ENUM: whole words, case as written; the value is the word's index */
-	CHECK(sparse(XS_SET_ZC, "auto", &v) == 0 && v == 0);
-	CHECK(sparse(XS_SET_ZC, "always", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_ZC, "0", &v) == 0 && v == 3);
-	CHECK(sparse(XS_SET_ZC, "Always", &v) < 0);
-	CHECK(sparse(XS_SET_ZC, "al", &v) < 0);
-	CHECK(sparse(XS_SET_ZC, "alwaysx", &v) < 0);
-	CHECK(sparse(XS_SET_ZC, "auto|always", &v) < 0);
-	CHECK(sparse(XS_SET_MPA_P2P, "send", &v) == 0 && v == 3);
-	CHECK(sparse(XS_SET_IWARP, "all", &v) == 0 && v == 1);
-	CHECK(sparse(XS_SET_IWARP, "yes", &v) < 0);
-	/* STR: anything */
-	CHECK(sparse(XS_SET_RULES, "iwarp * both *:1", &v) == 0);
+	/* each kind: valid values, range edges, invalid values (BAD) */
+	static const struct {
+		enum xs_set id;
+		const char *text;
+		unsigned long want;
+	} cases[] = {
+		/* BOOL */
+		{ XS_SET_MPA_CRC, "1", 1 },
+		{ XS_SET_MPA_CRC, "yes", 1 },
+		{ XS_SET_MPA_CRC, "ON", 1 },
+		{ XS_SET_MPA_CRC, "True", 1 },
+		{ XS_SET_MPA_CRC, "0", 0 },
+		{ XS_SET_MPA_CRC, "off", 0 },
+		{ XS_SET_MPA_CRC, "No", 0 },
+		{ XS_SET_MPA_CRC, "false", 0 },
+		{ XS_SET_MPA_CRC, "2", BAD },
+		{ XS_SET_MPA_CRC, "10", BAD },
+		{ XS_SET_MPA_CRC, "enable", BAD },
+		/* UINT: the edges of 0..60000 and 1..3600000 */
+		{ XS_SET_RNR_MS, "0", 0 },
+		{ XS_SET_RNR_MS, "60000", 60000 },
+		{ XS_SET_RNR_MS, "060000", 60000 }, /* decimal */
+		{ XS_SET_RNR_MS, "60001", BAD },
+		{ XS_SET_RNR_MS, "-1", BAD },
+		{ XS_SET_RNR_MS, "+5", BAD },
+		{ XS_SET_RNR_MS, " 5", BAD },
+		{ XS_SET_RNR_MS, "5ms", BAD },
+		{ XS_SET_RNR_MS, "0x10", BAD },
+		{ XS_SET_RNR_MS, "99999999999999999999999", BAD },
+		{ XS_SET_MPA_TIMEOUT_MS, "0", BAD },
+		{ XS_SET_MPA_TIMEOUT_MS, "1", 1 },
+		{ XS_SET_MPA_TIMEOUT_MS, "3600000", 3600000 },
+		{ XS_SET_MPA_TIMEOUT_MS, "3600001", BAD },
+		{ XS_SET_MPA_REV, "1", 1 },
+		{ XS_SET_MPA_REV, "3", BAD },
+		/* UINT with 0x: XSOCK_IWARP_RBUF, 8192..64 MiB */
+		{ XS_SET_IWARP_RBUF, "8192", 8192 },
+		{ XS_SET_IWARP_RBUF, "0x2000", 8192 },
+		{ XS_SET_IWARP_RBUF, "0X4000000", 67108864 },
+		{ XS_SET_IWARP_RBUF, "0x1fff", BAD },
+		{ XS_SET_IWARP_RBUF, "67108865", BAD },
+		{ XS_SET_IWARP_RBUF, "0x", BAD },
+		{ XS_SET_IWARP_RBUF, "0x-2000", BAD },
+		/* UINT without default: unset is no value */
+		{ XS_SET_EXEC_FD, "", XS_SET_NONE },
+		{ XS_SET_EXEC_FD, "2147483647", 2147483647 },
+		{ XS_SET_EXEC_FD, "2147483648", BAD },
+		/* ENUM: whole words, case as written; the value is the word's index */
+		{ XS_SET_ZC, "auto", 0 },
+		{ XS_SET_ZC, "always", 1 },
+		{ XS_SET_ZC, "0", 3 },
+		{ XS_SET_ZC, "Always", BAD },
+		{ XS_SET_ZC, "al", BAD },
+		{ XS_SET_ZC, "alwaysx", BAD },
+		{ XS_SET_ZC, "auto|always", BAD },
+		{ XS_SET_MPA_P2P, "send", 3 },
+		{ XS_SET_IWARP, "all", 1 },
+		{ XS_SET_IWARP, "yes", BAD },
+		/* STR: anything */
+		{ XS_SET_RULES, "iwarp * both *:1", 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = try_parse(cases[i].id, cases[i].text, &v);
+
+		if (cases[i].want == BAD) {
+			CHECK(rc < 0);
+		} else {
+			CHECK(rc == 0);
+			CHECK_EQ_U(v, cases[i].want);
+		}
+	}
 }
 
 /* stderr into a file while fn runs; the number of lines written */
