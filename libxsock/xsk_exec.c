@@ -581,9 +581,9 @@ __attribute__((constructor)) static void xsk_exec_adopt(void)
 	unsigned long fd = xsk_setting_num(XS_SET_EXEC_FD);
 	struct xsk_exec_hdr h;
 
-	unsetenv(XSK_EXEC_ENV); /* not for our own children (parsed above) */
 	if (fd == XS_SET_NONE)
-		return;
+		return; /* unset (or invalid, said) */
+	unsetenv(XSK_EXEC_ENV); /* not for our own children */
 	xsk_real_init();
 	if (pread((int)fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != XSK_EXEC_MAGIC ||
 	    h.xsk_size != sizeof(struct xsk)) {
