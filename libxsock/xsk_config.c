@@ -345,16 +345,15 @@ static void load_file(const char *path, bool must_exist)
 
 void xsk_config_load(void)
 {
-	const char *all = getenv("XSOCK_IWARP");
-	const char *env = getenv("XSOCK_RULES");
-	const char *file = getenv("XSOCK_CONFIG");
+	const char *env = xsk_setting_str(XS_SET_RULES);
+	const char *file = xsk_setting_str(XS_SET_CONFIG);
 	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 
 	exe_path[n > 0 ? n : 0] = '\0';
-	default_iwarp = all && (!strcmp(all, "all") || !strcmp(all, "1"));
-	if (env && *env)
+	default_iwarp = xsk_setting_num(XS_SET_IWARP) != 0; /* all or 1 */
+	if (*env)
 		load_string("XSOCK_RULES", env);
-	if (file && *file)
+	if (*file)
 		load_file(file, true);
 	else
 		load_file(XSK_CONF_DEFAULT, false);
@@ -381,11 +380,5 @@ bool xsk_config_decide(int role, const struct sockaddr *sa)
 /* XSOCK_DEBUG=1: one line on stderr where libxsock refuses or gives up. */
 bool xsk_debug(void)
 {
-	static int on = -1;
-
-	if (on < 0) {
-		const char *e = getenv("XSOCK_DEBUG");
-		on = e && *e && *e != '0';
-	}
-	return on;
+	return xsk_setting_num(XS_SET_DEBUG);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Which sockets of an unmodified program become IWARP sockets: the rules
  * of xsock.conf(5), from XSOCK_RULES, the file XSOCK_CONFIG (default
- * /etc/xsock.conf) and XSOCK_IWARP=all.  Self-contained (libc only) so that
- * the unit test can compile it in. */
+ * /etc/xsock.conf) and XSOCK_IWARP=all; and libxsock's view of the XSOCK_*
+ * settings.  Self-contained (libc only) so that the unit test can compile
+ * it in. */
 #ifndef XSK_CONFIG_H
 #define XSK_CONFIG_H
 
@@ -10,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include "verbs/xs_settings.h"
 
 enum xsk_role {
 	XSK_ROLE_LISTEN = 1, /* listen(): the bound local address */
@@ -54,5 +57,16 @@ bool xsk_config_may_iwarp(void);
 bool xsk_config_decide(int role, const struct sockaddr *sa);
 /* XSOCK_DEBUG is set: say in one line on stderr why a call failed. */
 bool xsk_debug(void);
+
+/* ---- the XSOCK_* settings (xsk_settings.c; the table is verbs/xs_settings.h) */
+
+/* A setting's value, parsed on its first read in this process (libiwarp's
+ * table when libiwarp is in the process): BOOL 0/1, UINT, ENUM word index;
+ * STR never NULL.  Any thread, no lock held. */
+unsigned long xsk_setting_num(enum xs_set id);
+const char *xsk_setting_str(enum xs_set id);
+/* xsk_real.c has just loaded libiwarp (get: its xsock_priv_settings, NULL
+ * if absent): libiwarp takes the table libxsock began, if it has none. */
+void xsk_settings_share(struct xs_settings *(*get)(struct xs_settings *, size_t));
 
 #endif

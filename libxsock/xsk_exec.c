@@ -578,17 +578,12 @@ out:
 
 __attribute__((constructor)) static void xsk_exec_adopt(void)
 {
-	const char *v = getenv(XSK_EXEC_ENV);
+	unsigned long fd = xsk_setting_num(XS_SET_EXEC_FD);
 	struct xsk_exec_hdr h;
-	char *end;
-	long fd;
 
-	if (!v || !*v)
-		return;
-	fd = strtol(v, &end, 10);
+	if (fd == XS_SET_NONE)
+		return; /* unset (or invalid, said) */
 	unsetenv(XSK_EXEC_ENV); /* not for our own children */
-	if (*end || fd < 0 || fd > INT_MAX)
-		return;
 	xsk_real_init();
 	if (pread((int)fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != XSK_EXEC_MAGIC ||
 	    h.xsk_size != sizeof(struct xsk)) {

@@ -97,12 +97,10 @@ static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
 
 static void stack_init_once(void)
 {
-	const char *lib = getenv("XSOCK_IWARP_LIB");
+	const char *lib = xsk_setting_str(XS_SET_IWARP_LIB);
 	void *h;
 	Dl_info info;
 
-	if (!lib || !*lib)
-		lib = "libiwarp.so.0";
 	h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
 		h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
@@ -111,6 +109,10 @@ static void stack_init_once(void)
 		stack_err = ENOSYS;
 		return;
 	}
+	/* one settings table per process, even with XSOCK_STACK_PRIV=0 */
+	__typeof__(xsock_priv_settings) *settings;
+	*(void **)&settings = dlsym(h, "xsock_priv_settings");
+	xsk_settings_share(settings);
 	SYM(create_event_channel, "rdma_create_event_channel");
 	SYM(destroy_event_channel, "rdma_destroy_event_channel");
 	SYM(create_id, "rdma_create_id");
@@ -142,8 +144,7 @@ static void stack_init_once(void)
 	SYM(set_option, "rdma_set_option");
 	/* the standard calls only, as over rdma-core (tests/test-xsock-nopriv.sh
 	 * runs libiwarp so) */
-	const char *priv = getenv("XSOCK_STACK_PRIV");
-	if (priv && !strcmp(priv, "0")) {
+	if (!xsk_setting_num(XS_SET_STACK_PRIV)) {
 		stack.kernel = true;
 		goto done;
 	}

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_proto_int.h"
 #include "verbs/xs_priv_abi.h"
 
@@ -24,8 +25,8 @@
 
 /* The environment this file reads, once per process: the receive ring's
  * size (XSOCK_IWARP_RBUF) and how long a close lingers for unsent data
- * (XSOCK_LINGER_MS, as libiwarp reads it: 0..60000, default 1000).  An
- * invalid value keeps the default (libiwarp reports XSOCK_LINGER_MS). */
+ * (XSOCK_LINGER_MS, as libiwarp reads it: 0..60000, default 1000), from
+ * the settings table (verbs/xs_settings.h). */
 static struct {
 	uint32_t rbuf;
 	int linger_ms;
@@ -34,27 +35,8 @@ static pthread_once_t proto_env_once = PTHREAD_ONCE_INIT;
 
 static void proto_env_load(void)
 {
-	const char *v = getenv("XSOCK_IWARP_RBUF");
-	char *end;
-
-	proto_env.rbuf = XSK_RBUF_DEFAULT;
-	if (v && *v) {
-		unsigned long n = strtoul(v, &end, 0);
-
-		if (!*end && n >= XSK_RBUF_MIN && n <= XSK_RBUF_MAX)
-			proto_env.rbuf = (uint32_t)n & ~1u;
-		else
-			fprintf(stderr, "libxsock: XSOCK_IWARP_RBUF=%s ignored (%u..%u), %u used\n", v,
-				XSK_RBUF_MIN, XSK_RBUF_MAX, XSK_RBUF_DEFAULT);
-	}
-	proto_env.linger_ms = 1000;
-	v = getenv("XSOCK_LINGER_MS");
-	if (v && *v) {
-		long n = strtol(v, &end, 10);
-
-		if (!*end && n >= 0 && n <= 60000)
-			proto_env.linger_ms = (int)n;
-	}
+	proto_env.rbuf = (uint32_t)xsk_setting_num(XS_SET_IWARP_RBUF) & ~1u;
+	proto_env.linger_ms = (int)xsk_setting_num(XS_SET_LINGER_MS);
 }
 
 int xsk_linger_ms(void)

@@ -852,6 +852,19 @@ static void test_config(void)
 	CHECK_EQ_U(cfg->classify_ms, 0);
 	CHECK_EQ_U(cfg->zc_min, 1024);
 	CHECK_EQ_U(cfg->fin_delay_ms, XS_FIN_DELAY_MS);
+	CHECK_EQ_U(cfg->settle_ms, XS_SETTLE_MS);
+	CHECK_EQ_U(cfg->event_spin_us, 40);
+	CHECK_EQ_U(cfg->mpa_rev, 2);
+	/* the defaults the code names are the table's */
+	CHECK_EQ_U(strtoul(xs_setting_rows[XS_SET_FIN_DELAY_MS].dflt, NULL, 10), XS_FIN_DELAY_MS);
+	CHECK_EQ_U(strtoul(xs_setting_rows[XS_SET_MPA_SETTLE_MS].dflt, NULL, 10), XS_SETTLE_MS);
+	/* libxsock's view: this process's table, which an offer made after
+	 * its first use does not replace; another release's size gets none */
+	static struct xs_settings other = XS_SETTINGS_INIT;
+	CHECK(xsock_priv_settings(NULL, sizeof(struct xs_settings)) == xs_settings());
+	CHECK(xsock_priv_settings(&other, sizeof(struct xs_settings)) == xs_settings());
+	CHECK(xsock_priv_settings(NULL, sizeof(struct xs_settings) + 1) == NULL);
+	CHECK_EQ_U(xs_settings_num(xs_settings(), XS_SET_RNR_MS), 1000);
 }
 
 int main(void)

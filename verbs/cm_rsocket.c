@@ -82,11 +82,9 @@ static pthread_once_t xsk_once = PTHREAD_ONCE_INIT;
 
 static void xsk_load_once(void)
 {
-	const char *lib = getenv("XSOCK_SOCK_LIB");
+	const char *lib = xs_settings_str(xs_settings(), XS_SET_SOCK_LIB);
 	void *h;
 
-	if (!lib || !*lib)
-		lib = "libxsock.so.0";
 	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		xs_log("rsocket: cannot load %s: %s", lib, dlerror());

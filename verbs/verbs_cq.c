@@ -38,13 +38,6 @@
 #define XS_WC_DROPPED ((enum ibv_wc_status)0x7ffffffe)
 
 #define XS_CHANNEL_SPIN_CQS 8
-/* How long ibv_get_cq_event receives on its CQs' connections before it
- * sleeps: a round trip on loopback is 10-30 us; a wake-up chain (engine
- * thread, then the application) costs about as much again.  The spin burns
- * CPU, so XSOCK_EVENT_SPIN_US (0 = never) overrides it per process. */
-#define XS_EVENT_SPIN_US_DEFAULT 40
-#define XS_EVENT_SPIN_US_MAX 1000000
-
 struct xs_channel {
 	struct ibv_comp_channel ch;
 	pthread_mutex_t lock;
@@ -206,24 +199,17 @@ static size_t cq_poll_conns(struct xs_cq *x, bool maybe)
 }
 
 /* Before sleeping: receive on the channel's CQs for a short while; stop as
- * soon as an event is pending. */
+ * soon as an event is pending.  How long: a round trip on loopback is 10-30
+ * us; a wake-up chain (engine thread, then the application) costs about as
+ * much again.  The spin burns CPU, so XSOCK_EVENT_SPIN_US (default 40, 0 =
+ * never) sets it per process. */
 static uint64_t event_spin_ns(void)
 {
 	static uint64_t ns = UINT64_MAX;
 	uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
 
 	if (v == UINT64_MAX) {
-		const char *e = getenv("XSOCK_EVENT_SPIN_US");
-		char *end;
-		unsigned long us = XS_EVENT_SPIN_US_DEFAULT;
-
-		if (e && *e) {
-			errno = 0;
-			us = strtoul(e, &end, 10);
-			if (errno || *end || us > XS_EVENT_SPIN_US_MAX)
-				us = XS_EVENT_SPIN_US_DEFAULT;
-		}
-		v = (uint64_t)us * 1000;
+		v = (uint64_t)xs_config()->event_spin_us * 1000;
 		__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
 	}
 	return v;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Per-process MPA options from the environment (documented in xsock-run(1)),
- * read once, and a debug log. */
+/* libiwarp's settings: the process's XSOCK_* table (verbs/xs_settings.h),
+ * shared with libxsock, and struct xs_config made from it once; a debug
+ * log. */
 #include "config.h"
 
 #include <pthread.h>
@@ -15,103 +16,84 @@
 static struct xs_config xs_cfg;
 static pthread_once_t xs_cfg_once = PTHREAD_ONCE_INIT;
 
-static bool env_bool(const char *name, bool dflt)
-{
-	const char *v = getenv(name);
+/* The process's settings table (verbs/xs_settings.h): ours, or the one
+ * libxsock parsed before it loaded us (xsock_priv_settings). */
+static struct xs_settings xs_own_settings = XS_SETTINGS_INIT;
+static struct xs_settings *xs_table;
+static pthread_mutex_t xs_table_mu = PTHREAD_MUTEX_INITIALIZER;
 
-	if (!v || !*v)
-		return dflt;
-	return strcmp(v, "0") != 0 && strcasecmp(v, "off") != 0 && strcasecmp(v, "no") != 0 &&
-	       strcasecmp(v, "false") != 0;
+static struct xs_settings *settings_take(struct xs_settings *offer)
+{
+	struct xs_settings *t;
+
+	pthread_mutex_lock(&xs_table_mu);
+	t = xs_table;
+	if (!t) {
+		t = offer ? offer : &xs_own_settings;
+		__atomic_store_n(&xs_table, t, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&xs_table_mu);
+	return t;
 }
 
-/* A number 0..max from the environment: unset or invalid keeps dflt (an
- * invalid value is ignored, not taken for 0, and said so). */
-static unsigned env_uint(const char *name, long max, unsigned dflt)
+struct xs_settings *xs_settings(void)
 {
-	const char *v = getenv(name);
-	char *end;
-	long ms;
+	struct xs_settings *t = __atomic_load_n(&xs_table, __ATOMIC_ACQUIRE);
 
-	if (!v || !*v)
-		return dflt;
-	ms = strtol(v, &end, 10);
-	if (*end || ms < 0 || ms > max) {
-		fprintf(stderr, "xsock: %s=%s ignored (0..%ld), %u used\n", name, v, max, dflt);
-		return dflt;
-	}
-	return (unsigned)ms;
+	return t ? t : settings_take(NULL);
+}
+
+XS_EXPORT struct xs_settings *xsock_priv_settings(struct xs_settings *offer, size_t size)
+{
+	if (size != sizeof(struct xs_settings))
+		return NULL; /* not this release's table */
+	return settings_take(offer);
 }
 
 static void xs_config_load(void)
 {
-	const char *v;
+	static const uint8_t p2p_rtr[] = { 0, MPA_RTR_WRITE, MPA_RTR_READ, MPA_RTR_SEND, 0 };
+	struct xs_settings *t = xs_settings();
+	unsigned long zc = xs_settings_num(t, XS_SET_ZC);
 
-	xs_cfg.mpa_rev = 2;
-	v = getenv("XSOCK_MPA_REV");
-	if (v && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0))
-		xs_cfg.mpa_rev = (uint8_t)atoi(v);
-	else if (v && *v)
-		fprintf(stderr, "xsock: XSOCK_MPA_REV=%s ignored (1 or 2)\n", v);
-	xs_cfg.crc = env_bool("XSOCK_MPA_CRC", false);
-	xs_cfg.markers = env_bool("XSOCK_MPA_MARKERS", false);
-	xs_cfg.debug = env_bool("XSOCK_DEBUG", false);
-	xs_cfg.mpa_timeout_ms = 10000;
-	v = getenv("XSOCK_MPA_TIMEOUT_MS");
-	if (v && *v) {
-		char *end;
-		unsigned long ms = strtoul(v, &end, 10);
-		if (*end || ms == 0 || ms > 3600000)
-			fprintf(stderr, "xsock: XSOCK_MPA_TIMEOUT_MS=%s ignored (1..3600000)\n", v);
-		else
-			xs_cfg.mpa_timeout_ms = (unsigned)ms;
-	}
+#define XS_NUM(name) xs_settings_num(t, XS_SET_##name)
+	xs_cfg.mpa_rev = (uint8_t)XS_NUM(MPA_REV);
+	xs_cfg.crc = XS_NUM(MPA_CRC);
+	xs_cfg.markers = XS_NUM(MPA_MARKERS);
+	xs_cfg.debug = XS_NUM(DEBUG);
+	xs_cfg.mpa_timeout_ms = (unsigned)XS_NUM(MPA_TIMEOUT_MS);
 	/* A peer that takes no octet for this long (its TCP window stays
 	 * shut) is treated as a broken connection by a blocked sender. */
-	xs_cfg.tx_timeout_ms = env_uint("XSOCK_TX_TIMEOUT_MS", 3600000, 30000);
+	xs_cfg.tx_timeout_ms = (unsigned)XS_NUM(TX_TIMEOUT_MS);
 	/* Linux siw (6.1) as initiator fails the connection (EPROTO) when
 	 * FPDU octets already follow the MPA Reply it reads, and nothing on
 	 * the wire says when it has read it (docs/interop.md).  A responder
 	 * whose peer is not another xsock (no MPA_FLAG_EXT_REQ) sends its
 	 * first FPDU only after the initiator's first octets or this long
 	 * after the Reply (rdma_accept returns then). */
-	xs_cfg.settle_ms = env_uint("XSOCK_MPA_SETTLE_MS", 10000, XS_SETTLE_MS);
+	xs_cfg.settle_ms = (unsigned)XS_NUM(MPA_SETTLE_MS);
 	/* A peer that listens again only just after telling us it is ready
 	 * (perftest -R over a slow guest) resets an early connect. */
-	xs_cfg.connect_delay_ms = env_uint("XSOCK_CONNECT_DELAY_MS", 10000, 0);
+	xs_cfg.connect_delay_ms = (unsigned)XS_NUM(CONNECT_DELAY_MS);
 	/* A mixed listener (libxsock's IWARP_MODE listeners) waits this long
 	 * for a client's first octets: a server-speaks-first protocol sends
 	 * nothing, so silence means plain TCP. */
-	xs_cfg.classify_ms = env_uint("XSOCK_CLASSIFY_MS", 60000, 200);
+	xs_cfg.classify_ms = (unsigned)XS_NUM(CLASSIFY_MS);
 	/* xs_engine.c, "delayed FIN and lingering close" */
-	xs_cfg.fin_delay_ms = env_uint("XSOCK_FIN_DELAY_MS", 10000, XS_FIN_DELAY_MS);
-	xs_cfg.linger_ms = env_uint("XSOCK_LINGER_MS", 60000, 1000);
+	xs_cfg.fin_delay_ms = (unsigned)XS_NUM(FIN_DELAY_MS);
+	xs_cfg.linger_ms = (unsigned)XS_NUM(LINGER_MS);
 	/* xs_engine.c, RNR: the sender completes a Send once TCP has it, so
 	 * it may run ahead of the receives its peer posts */
-	xs_cfg.rnr_ms = env_uint("XSOCK_RNR_MS", 60000, 1000);
+	xs_cfg.rnr_ms = (unsigned)XS_NUM(RNR_MS);
 	/* RFC 7306: agreed only when the peer (another xsock) answers it */
-	xs_cfg.rdmap_ext = env_bool("XSOCK_RDMAP_EXT", true);
-	xs_cfg.stat = env_bool("XSOCK_STAT", true);
-	xs_cfg.zc_min = env_uint("XSOCK_ZC_MIN", 1L << 30, XS_ZC_MIN);
-	v = getenv("XSOCK_ZC");
-	if (v && strcmp(v, "always") == 0)
-		xs_cfg.zc_always = true;
-	else if (v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0))
-		xs_cfg.zc_min = 0;
-	else if (v && *v && strcmp(v, "auto") != 0)
-		fprintf(stderr, "xsock: XSOCK_ZC=%s ignored (auto, always or off)\n", v);
-	xs_cfg.p2p_rtr = 0;
-	v = getenv("XSOCK_MPA_P2P");
-	if (v && *v) {
-		if (strcmp(v, "write") == 0)
-			xs_cfg.p2p_rtr = MPA_RTR_WRITE;
-		else if (strcmp(v, "read") == 0)
-			xs_cfg.p2p_rtr = MPA_RTR_READ;
-		else if (strcmp(v, "send") == 0)
-			xs_cfg.p2p_rtr = MPA_RTR_SEND;
-		else if (strcmp(v, "0") != 0 && strcmp(v, "off") != 0)
-			fprintf(stderr, "xsock: XSOCK_MPA_P2P=%s ignored (write, read, send or off)\n", v);
-	}
+	xs_cfg.rdmap_ext = XS_NUM(RDMAP_EXT);
+	xs_cfg.stat = XS_NUM(STAT);
+	/* XSOCK_ZC: auto, always, off or 0 (the same as XSOCK_ZC_MIN=0) */
+	xs_cfg.zc_min = zc >= 2 ? 0 : (unsigned)XS_NUM(ZC_MIN);
+	xs_cfg.zc_always = zc == 1;
+	xs_cfg.p2p_rtr = p2p_rtr[XS_NUM(MPA_P2P)];
+	xs_cfg.event_spin_us = (unsigned)XS_NUM(EVENT_SPIN_US);
+#undef XS_NUM
 }
 
 const struct xs_config *xs_config(void)

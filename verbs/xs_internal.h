@@ -29,6 +29,7 @@
 #include "mpa/mpa.h"
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_stat.h"
+#include "verbs/xs_settings.h"
 
 struct rdma_cm_id;
 struct rdma_event_channel;
@@ -59,14 +60,13 @@ int xs_spare_take(const struct sockaddr *addr, socklen_t len);
 bool xs_spare_drop_port(const struct sockaddr *addr);
 unsigned xs_spare_expire(uint64_t now_ms);
 
-/* ---- configuration (environment, read once; see xsock-run(1)) ------------ */
+/* ---- configuration (XSOCK_* of verbs/xs_settings.h, read once) ------------ */
 
 /* Defaults of the pauses a peer that is not another xsock gets (Linux siw
  * needs them, docs/interop.md); an xsock peer (it answers RFC 7306 in the
- * MPA exchange) gets none. */
+ * MPA exchange) gets none.  The same as the table's (test-verbs-objects). */
 #define XS_SETTLE_MS 100
 #define XS_FIN_DELAY_MS 200
-#define XS_ZC_MIN (64u << 10)
 
 struct xs_config {
 	uint8_t mpa_rev; /* XSOCK_MPA_REV: 1 or 2 (default 2) */
@@ -102,16 +102,24 @@ struct xs_config {
 	 * the MPA exchange (default 1; agreed only with another xsock) */
 	bool rdmap_ext;
 	/* XSOCK_ZC_MIN: a write of this many octets or more to a peer on
-	 * another host leaves with io_uring SENDMSG_ZC (default XS_ZC_MIN,
+	 * another host leaves with io_uring SENDMSG_ZC (default 65536,
 	 * 0 = never; xs_zc.c) */
 	unsigned zc_min;
 	/* XSOCK_ZC=always: zero-copy also to a peer on this host, where the
 	 * kernel copies anyway (to measure it; default: auto) */
 	bool zc_always;
 	bool stat; /* XSOCK_STAT: live counters for xsock-stat(1) in /dev/shm (default 1; xs_stat.c) */
+	/* XSOCK_EVENT_SPIN_US: ibv_get_cq_event receives on the channel's
+	 * CQs this long before it sleeps (default 40, verbs_cq.c) */
+	unsigned event_spin_us;
 };
 
+/* struct xs_config from the settings table, made on the first call; any
+ * thread, no lock after that. */
 const struct xs_config *xs_config(void);
+/* The process's settings table (xs_config.c; the XSOCK_* that struct
+ * xs_config does not hold): any thread, no lock of the caller's. */
+struct xs_settings *xs_settings(void);
 void xs_sleep_ms(unsigned ms); /* the whole time, across signals */
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

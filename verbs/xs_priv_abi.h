@@ -5,6 +5,7 @@
 #ifndef XS_PRIV_ABI_H
 #define XS_PRIV_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -25,6 +26,15 @@
 int xsock_priv_listen_mixed(struct rdma_cm_id *id);
 
 #define XSOCK_CM_EVENT_PLAIN 0x7870 /* not an rdma_cm_event_type: "xp" */
+
+/* The process's XSOCK_* settings (verbs/xs_settings.h; verbs/xs_config.c),
+ * so that each is parsed, and an invalid one said, once per process.
+ * offer: a table libxsock began before it loaded libiwarp, taken as the
+ * process's if libiwarp has used none yet; NULL to ask only.  size:
+ * sizeof(struct xs_settings).  Returns the process's table, or NULL when
+ * size differs (another release).  Any thread, no lock held. */
+struct xs_settings;
+struct xs_settings *xsock_priv_settings(struct xs_settings *offer, size_t size);
 
 /* Exec hand-over (xsock(7) EXEC; verbs/xs_handover.c).  The stream state
  * of an established connection travels as XSOCK_WIRE_LEN opaque octets
