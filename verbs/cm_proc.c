@@ -2,8 +2,9 @@
 /* The CM for the process-level code (xs_internal.h): an id for a
  * connection adopted across execve (xs_cm_adopt, xs_cm_adopt_start; called
  * by xs_handover.c), and an id's connection or listener (xs_cm_conn,
- * xs_cm_listener; for xs_handover.c, xs_fork.c and the engine's
- * xsock_priv_rx_wait).  Application threads; each takes the id's lock. */
+ * xs_cm_listener; for xs_handover.c and xs_fork.c), and libxsock's
+ * xsock_priv_rx_wait, so that the engine takes a connection, never an id.
+ * Application threads; each takes the id's lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -89,4 +90,13 @@ struct xs_listener *xs_cm_listener(struct rdma_cm_id *id)
 	l = c->listener;
 	pthread_mutex_unlock(&c->lock);
 	return l;
+}
+
+/* Private to libxsock (xs_priv_abi.h): the id's connection's receive wait,
+ * kept here so that the engine takes a connection, never a CM id. */
+XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
+{
+	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
+
+	return c ? xs_conn_rx_wait(c, on) : -1;
 }

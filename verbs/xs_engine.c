@@ -134,19 +134,14 @@ void xs_eng_conn_free(struct xs_conn *c)
 
 void xs_eng_ref(struct xs_conn *c)
 {
-	pthread_mutex_lock(&xs_eng.mu);
-	c->refs++;
-	pthread_mutex_unlock(&xs_eng.mu);
+	/* the caller holds a reference already: relaxed is enough */
+	atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
 }
 
 void xs_eng_unref(struct xs_conn *c)
 {
-	bool last;
-
-	pthread_mutex_lock(&xs_eng.mu);
-	last = --c->refs == 0;
-	pthread_mutex_unlock(&xs_eng.mu);
-	if (last)
+	/* acq_rel: the freeing thread sees every write made under the others */
+	if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1)
 		xs_eng_conn_free(c);
 }
 

@@ -90,7 +90,9 @@ struct xs_conn {
 	 * changes them: atomic, so each reader sees one value, not a torn or
 	 * stale one (ThreadSanitizer found these). */
 	_Atomic enum conn_state state;
-	int refs; /* owner + engine (engine mutex) */
+	/* owner + engine + a CQ poll in progress: atomic, so that taking one
+	 * (every empty ibv_poll_cq does) needs no lock */
+	atomic_int refs;
 	_Atomic bool owner_gone;
 	bool initiator;
 	bool poll_armed;
@@ -369,7 +371,7 @@ struct xs_conn *xs_eng_conn_new(int fd);
  * xs_eng_unref (or a connection nobody else saw yet).  Takes reg_mu, and
  * xs_eng.mu for the listener's reference. */
 void xs_eng_conn_free(struct xs_conn *c);
-/* References (refs, under xs_eng.mu); the last one frees c.  Any thread. */
+/* References (atomic refs, no lock); the last one frees c.  Any thread. */
 void xs_eng_ref(struct xs_conn *c);
 void xs_eng_unref(struct xs_conn *c);
 /* shutdown(2) of c's socket, only if this process owns it (a dormant or

@@ -286,6 +286,11 @@ int xs_conn_atomic_resp(struct xs_conn *c, uint32_t req_id, uint64_t value);
  * maybe: only if the socket may hold something; 0 without a system call
  * when the last receive emptied it and the engine's poll watches it. */
 ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe);
+/* An application thread is about to wait on c's TCP socket to receive
+ * itself (xsock_priv_rx_wait, cm_proc.c, for libxsock): on = 1 begin
+ * (the socket or -1), 0 end, 2 "should the watch stop" (xs_rx.c).  Any
+ * thread, no lock. */
+int xs_conn_rx_wait(struct xs_conn *c, int on);
 /* RNR (XSOCK_RNR_MS): a Send that finds no posted receive stops the
  * stream until one is posted, for at most that long (then DDP/2/0x02 as
  * before).  post_recv calls this after posting (never = false); the QP in

@@ -499,8 +499,8 @@ static bool rx_waitable(struct xs_conn *c)
 	       atomic_load_explicit(&c->fork_mode, memory_order_acquire) == XS_FORK_MINE;
 }
 
-/* Private to libxsock: an application thread is about to block until the
- * id's connection is readable, to receive on it itself (through its CQ's
+/* xsock_priv_rx_wait for c (cm_proc.c maps the id): an application
+ * thread is about to block until the connection is readable, to receive on it itself (through its CQ's
  * xs_conn_poll).  on = 1: returns the TCP socket to poll for POLLIN and
  * counts the waiter, or -1 (nothing counted) when there is nothing to
  * receive there (not established, not this process's, or the end was
@@ -508,12 +508,8 @@ static bool rx_waitable(struct xs_conn *c)
  * waiter that stays between waits, an epoll set's socket): 1 when it
  * should stop waiting on the TCP socket, whose input the application
  * thread cannot take (the conditions of on = 1, or a stalled stream). */
-XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)
+int xs_conn_rx_wait(struct xs_conn *c, int on)
 {
-	struct xs_conn *c = id ? xs_cm_conn(id) : NULL;
-
-	if (!c)
-		return -1;
 	if (on == 2)
 		return !rx_waitable(c) || atomic_load(&c->rx_stalled);
 	if (!on) {
