@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* How an xsock connection ends, seen by a raw TCP peer on loopback
- * (xs_engine.c, "delayed FIN and lingering close"):
+ * (verbs/xs_close.c: delayed FIN and lingering close):
  *
  *   linger:   the QP and id are destroyed before the peer's FIN; what the
  *             peer still sends is read and dropped, and the socket closes

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Private to the verbs objects (verbs_device.c, verbs_mr.c, verbs_cq.c,
- * verbs_qp.c): the structures behind the rdma-core handles we give out and
- * the calls between the four files.  The engine and the CM use
+ * verbs_srq.c, verbs_qpx.c, verbs_compat.c and the QP files, verbs_qp*.c,
+ * through verbs_qp_priv.h): the structures behind the rdma-core handles we
+ * give out and the calls between those files.  The engine and the CM use
  * xs_internal.h only. */
 #ifndef VERBS_PRIV_H
 #define VERBS_PRIV_H
@@ -140,7 +141,7 @@ void xs_cq_fill(struct ibv_cq *cq, uint64_t seq, const struct ibv_wc *wc);
 void xs_cq_add_conn(struct ibv_cq *cq, const struct xs_transport_ops *tp, struct xs_conn *conn);
 void xs_cq_del_conn(struct ibv_cq *cq, struct xs_conn *conn);
 
-/* ---- receive WRs (verbs_qp.c, verbs_srq.c) --------------------------------- */
+/* ---- receive WRs (verbs_qp_rx.c, verbs_srq.c) ----------------------------- */
 
 struct xs_sg {
 	uint8_t *ptr;

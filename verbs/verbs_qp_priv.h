@@ -21,7 +21,7 @@
  * goes through a bounce buffer scattered on completion.  The QP owns the
  * IRD buffers (28 octets each, QN 1) and the Terminate buffers (QN 2).
  * A QP on an SRQ posts nothing itself: its QN 0 queue takes the SRQ's
- * oldest WR when a Send starts to arrive (qp_srq_refill, verbs_srq.c).
+ * oldest WR when a Send starts to arrive (qp_srq_refill, verbs_qp_rx.c).
  *
  * Locks, in the order they nest:
  *   sq_lock   serializes post_send, held across transmit (never taken by

@@ -4,11 +4,12 @@
  *
  * An SRQ is a FIFO of checked receive WRs.  The QPs created on it have no
  * receives of their own: their QN 0 DDP queue is fed on demand (its refill,
- * verbs_qp.c) with the oldest WR here when a Send starts to arrive, on the
- * engine thread or a polling caller's, under that connection's rx lock and
- * the QP's rx_lock.  The WR then belongs to that QP: it completes on the
- * QP's recv_cq with its qp_num, or is flushed there if the QP fails while
- * the Send is half in; WRs still here are not touched by a QP's error.
+ * qp_srq_refill in verbs_qp_rx.c) with the oldest WR here when a Send
+ * starts to arrive, on the engine thread or a polling caller's, under that
+ * connection's rx lock and the QP's rx_lock.  The WR then belongs to that
+ * QP: it completes on the QP's recv_cq with its qp_num, or is flushed
+ * there if the QP fails while the Send is half in; WRs still here are not
+ * touched by a QP's error.
  * A Send that finds the SRQ empty waits as for an empty RQ (XSOCK_RNR_MS):
  * post_srq_recv kicks every attached QP's connection.
  *

@@ -79,10 +79,10 @@ static void xs_config_load(void)
 	 * for a client's first octets: a server-speaks-first protocol sends
 	 * nothing, so silence means plain TCP. */
 	xs_cfg.classify_ms = (unsigned)XS_NUM(CLASSIFY_MS);
-	/* xs_engine.c, "delayed FIN and lingering close" */
+	/* xs_close.c: delayed FIN and lingering close */
 	xs_cfg.fin_delay_ms = (unsigned)XS_NUM(FIN_DELAY_MS);
 	xs_cfg.linger_ms = (unsigned)XS_NUM(LINGER_MS);
-	/* xs_engine.c, RNR: the sender completes a Send once TCP has it, so
+	/* xs_rx.c, RNR: the sender completes a Send once TCP has it, so
 	 * it may run ahead of the receives its peer posts */
 	xs_cfg.rnr_ms = (unsigned)XS_NUM(RNR_MS);
 	/* RFC 7306: agreed only when the peer (another xsock) answers it */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Internal contract of libiwarp (the rdma-core compatible verbs/CM library):
- * the engine (xs_engine.c: io_uring thread, TCP connections, MPA handshake,
- * the iWARP stream per connection), the verbs objects (verbs_*.c: device,
- * context, PD, MR/STags, CQ, completion channel, QP) and the connection
- * manager (cm.c: rdma_* calls) meet here.  Nothing here is exported.
+ * the engine (xs_*.c, xs_engine_priv.h lists them: io_uring thread, TCP
+ * connections, MPA handshake, the iWARP stream per connection), the verbs
+ * objects (verbs_*.c: device, context, PD, MR/STags, CQ, completion
+ * channel, QP) and the connection manager (cm_*.c: rdma_* calls) meet
+ * here.  Nothing here is exported.
  *
  * Threads: application threads call verbs/CM; ONE engine thread per process
  * owns every socket's receive side and the handshakes (an application
@@ -191,7 +192,7 @@ int xs_mr_invalidate(struct ibv_pd *pd, uint32_t stag, struct xs_err *err);
  * Any thread; takes the CQ's lock. */
 bool xs_cq_has_qp(struct ibv_cq *cq, uint32_t qp_num);
 
-/* ---- connections (xs_engine.c) -------------------------------------------- */
+/* ---- connections (xs_engine.c; xs_tx.c, xs_rx.c, xs_close.c as noted) ----- */
 
 struct xs_conn;
 
@@ -214,7 +215,7 @@ struct xs_conn_ops {
 
 /* Attach a QP to an established connection: its queues (QN 0 receive, QN 1
  * Read Requests with IRD buffers) become the stream's DDP queues and the
- * engine starts receiving.  The QP keeps tx through xs_conn_tx_*. */
+ * engine starts receiving.  The QP transmits through the calls below. */
 int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 		   struct ddp_queue *q_send, struct ddp_queue *q_readreq,
 		   struct ddp_queue *q_term, struct ddp_queue *q_aresp);
@@ -231,7 +232,7 @@ static inline uint32_t xs_ird_buf_len(const struct mpa_agreed *a)
 
 /* The engine holds this lock while it feeds received bytes to the stream
  * (placement into the QP's DDP queues); post_recv takes it to append to
- * the same queues. */
+ * the same queues.  xs_rx.c. */
 void xs_conn_rx_lock(struct xs_conn *c);
 void xs_conn_rx_unlock(struct xs_conn *c);
 
@@ -240,7 +241,8 @@ void xs_conn_rx_unlock(struct xs_conn *c);
  * room when TCP pushes back), so the caller may complete the WR on return.
  * -EPIPE / -ECONNRESET once the connection is gone; -ETIMEDOUT when the
  * peer took nothing for XSOCK_TX_TIMEOUT_MS (the connection is then shut
- * down, and the engine ends the stream as for a peer's close). */
+ * down, and the engine ends the stream as for a peer's close).  xs_tx.c,
+ * as are the calls down to xs_conn_atomic_resp. */
 int xs_conn_send(struct xs_conn *c, enum rdmap_opcode op, uint32_t inv_stag,
 		 const struct iovec *iov, int cnt);
 int xs_conn_tagged(struct xs_conn *c, enum rdmap_opcode op, uint32_t stag, uint64_t to,
@@ -284,7 +286,8 @@ int xs_conn_atomic_resp(struct xs_conn *c, uint32_t req_id, uint64_t value);
  * connection.  A failure found here is handed to the engine, which ends
  * the stream.  Returns the octets consumed (at most about budget).
  * maybe: only if the socket may hold something; 0 without a system call
- * when the last receive emptied it and the engine's poll watches it. */
+ * when the last receive emptied it and the engine's poll watches it.
+ * xs_rx.c, as is xs_conn_rx_kick. */
 ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe);
 /* An application thread is about to wait on c's TCP socket to receive
  * itself (xsock_priv_rx_wait, cm_proc.c, for libxsock): on = 1 begin
@@ -321,12 +324,13 @@ typedef void (*xs_conn_closed_fn)(void *ctx, int status);
 void xs_conn_set_closed_cb(struct xs_conn *c, xs_conn_closed_fn cb, void *ctx);
 
 /* Graceful close: FIN after queued tx; the peer sees DISCONNECTED.  The
- * attached QP gets failed(LLP/0/0x01) when the peer's FIN/RST arrives. */
+ * attached QP gets failed(LLP/0/0x01) when the peer's FIN/RST arrives.
+ * xs_close.c, as is xs_conn_put. */
 void xs_conn_disconnect(struct xs_conn *c);
 /* Drop the owner's reference (after disconnect or on destroy). */
 void xs_conn_put(struct xs_conn *c);
 
-/* ---- exec hand-over (xs_engine.c, used by xs_handover.c; xsock(7) EXEC) --- */
+/* ---- exec hand-over (xs_conn_export.c, for xs_handover.c; xsock(7) EXEC) --- */
 
 /* What a connection's stream is at an FPDU boundary: all a new process
  * needs to go on with it over the same TCP socket. */
@@ -350,7 +354,7 @@ void xs_conn_export_undo(struct xs_conn *c); /* execve failed: go on */
  * attaches (xs_qp_bind_conn).  NULL with errno set. */
 struct xs_conn *xs_conn_adopt(int fd, const struct xs_conn_wire *w);
 
-/* cm.c: an id on channel ch (NULL: its own) for an adopted connection,
+/* cm_proc.c: an id on channel ch (NULL: its own) for an adopted connection,
  * and the start of its stream once the application created its QP (no
  * ESTABLISHED event: the connection was established before the execve).
  * NULL with errno / 0 or -errno. */
@@ -361,7 +365,9 @@ int xs_cm_adopt_start(struct rdma_cm_id *id);
 struct ibv_mr *xs_mr_reg_stag(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 			      unsigned access, uint32_t stag);
 
-/* ---- handshakes (xs_engine.c, used by cm.c) -------------------------------- */
+/* ---- handshakes (xs_listen.c, xs_handshake.c, xs_connect.c) --------------- */
+
+/* The CM reaches these through the iWARP transport's table (xs_tp_iwarp.c). */
 
 struct xs_listener;
 
@@ -407,7 +413,7 @@ typedef void (*xs_connect_fn)(void *ctx, struct xs_conn *conn, int status,
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
 	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx);
 
-/* ---- fork (xs_fork.c, xs_engine.c; see xsock(7) FORK) ---------------------- */
+/* ---- fork (xs_fork.c, xs_engine_fork.c; see xsock(7) FORK) ---------------- */
 
 /* A connection's standing in this process after a fork. */
 enum xs_fork_mode {
@@ -437,18 +443,20 @@ void xs_engine_fork_assign(struct xs_arena *a, _Atomic int *slots);
 void xs_engine_fork_parent(void);
 void xs_engine_fork_child(void);
 /* The child gets private eventfds under the same fd numbers for every CM
- * event channel (cm.c) and completion channel (verbs_cq.c): the parent's
- * are shared files, and reading one would take the other's wake-up. */
+ * event channel (cm_channel.c) and completion channel (verbs_cq.c): the
+ * parent's are shared files, and reading one would take the other's
+ * wake-up. */
 void xs_cm_fork_child(void);
 void xs_cq_fork_child(void);
 /* Replace the file under fd by a new eventfd (same flags) holding value. */
 int xs_fork_new_eventfd(int fd, unsigned flags, uint64_t value);
-/* The CM id's connection (through its QP, or the CM's own) or listener. */
+/* The CM id's connection (through its QP, or the CM's own) or listener
+ * (cm_proc.c; xs_qp_conn: verbs_qp.c). */
 struct xs_conn *xs_cm_conn(struct rdma_cm_id *id);
 struct xs_listener *xs_cm_listener(struct rdma_cm_id *id);
 struct xs_conn *xs_qp_conn(struct ibv_qp *qp);
 
-/* ---- QP <-> CM (verbs_qp.c, used by cm.c) ---------------------------------- */
+/* ---- QP <-> CM (verbs_qp.c, used by cm_conn.c) ---------------------------- */
 
 /* The QP's RDMA Read limits for the MPA exchange (from ibv_qp_init_attr /
  * modify_qp max_rd_atomic / max_dest_rd_atomic, capped at XS_MAX_IRD/ORD). */

@@ -109,16 +109,16 @@ enum { XSOCK_TCP_GETOPT, XSOCK_TCP_SETOPT, XSOCK_TCP_ABORT };
 int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
 		   socklen_t *len);
 
-/* The receive fast path (xs_engine.c): on 1, the TCP socket a thread
+/* The receive fast path (xs_rx.c): on 1, the TCP socket a thread
  * about to block may poll to receive on its own thread (-1 for none); on
  * 0, the end of that wait; on 2, whether an epoll watch should stop
  * (1: stalled, ended, or not this process's). */
 int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
 
 /* Queues without system calls: CM events queued on a channel
- * (cm.c), completion events queued on a completion channel, take one
- * (verbs_cq.c), disarm (0) or arm (1, signalling at once if completions
- * wait) a CQ's notification. */
+ * (cm_channel.c), completion events queued on a completion channel, take
+ * one (verbs_cq.c), disarm (0) or arm (1, signalling at once if
+ * completions wait) a CQ's notification. */
 int xsock_priv_cm_pending(struct rdma_event_channel *channel);
 int xsock_priv_comp_pending(struct ibv_comp_channel *channel);
 int xsock_priv_comp_take(struct ibv_comp_channel *channel);

@@ -84,8 +84,9 @@ static void stat_hdr_init(struct xs_stat_hdr *h)
 
 /* The child: the same slots in a file of its own, at the same address.
  * stat_mu is not taken around fork: xs_fork.c's prepare waits for the
- * engine, which may be waiting for stat_mu (conn_free); a slot given out
- * or taken back at that very moment may be off by one in the child. */
+ * engine, which may be waiting for stat_mu (xs_eng_conn_free); a slot
+ * given out or taken back at that very moment may be off by one in the
+ * child. */
 static void stat_fork_child(void)
 {
 	pthread_mutex_init(&stat_mu, NULL);

@@ -121,7 +121,7 @@ static inline void xs_stat_state(struct xs_stat_conn *s, enum xs_stat_state st, 
 	XS_STAT_SET(s, state, (uint32_t)st);
 }
 
-/* A work completion's status (make_wc in verbs_qp.c). */
+/* A work completion's status (make_wc in verbs_qp_priv.h). */
 static inline void xs_stat_wc(const struct xs_conn *owner, enum ibv_wc_status st)
 {
 	if (st == IBV_WC_WR_FLUSH_ERR && owner)

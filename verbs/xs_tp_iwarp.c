@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The iWARP transport (xs_transport.h): the ops table over the engine's
- * xs_conn_* calls (xs_engine.c).  Where the verbs-level types differ from
- * RDMAP's, the conversion is here: Send/Write flags to RDMAP opcodes,
- * immediate data to RFC 7306 Immediate Data messages (xsock's layout,
- * iwarp/rdmap_ext_wire.h), Read and Atomic requests to their RDMAP
- * headers, an MPA agreement to the QP's parameters.  Each wrapper makes
- * one or two direct calls into the engine; the others are the engine's
- * own functions.  Threads and locks: those of the xs_conn_* call. */
+ * xs_conn_* calls (xs_internal.h names the engine file of each).  Where
+ * the verbs-level types differ from RDMAP's, the conversion is here:
+ * Send/Write flags to RDMAP opcodes, immediate data to RFC 7306 Immediate
+ * Data messages (xsock's layout, iwarp/rdmap_ext_wire.h), Read and Atomic
+ * requests to their RDMAP headers, an MPA agreement to the QP's
+ * parameters.  Each wrapper makes one or two direct calls into the
+ * engine; the others are the engine's own functions.  Threads and locks:
+ * those of the xs_conn_* call. */
 #include "config.h"
 
 #include <string.h>

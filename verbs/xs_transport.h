@@ -2,7 +2,8 @@
 /* The transport interface of libiwarp: the verbs objects (QP, CQ, SRQ) and
  * the CM reach the wire only through a struct xs_transport_ops, so that a
  * second transport (RoCEv2, issues 17/18) can sit beside iWARP over TCP
- * (xs_tp_iwarp.c over the engine, xs_engine.c) without touching them.
+ * (xs_tp_iwarp.c over the engine: xs_engine.c and the files
+ * xs_engine_priv.h lists) without touching them.
  *
  * A connection is a struct xs_conn *, opaque above the transport: each
  * transport's adapter casts its own connection object to and from it.  The
@@ -131,7 +132,7 @@ struct xs_transport_ops {
 	void (*disconnect)(struct xs_conn *c);
 	void (*put)(struct xs_conn *c);
 
-	/* -- CM side (cm.c) -- */
+	/* -- CM side (cm_conn.c, cm_id.c, cm_qp.c, cm_proc.c) -- */
 	struct xs_listener *(*listen)(const struct sockaddr *addr, socklen_t len, int backlog,
 				      int v6only, xs_accept_fn cb, xs_plain_fn plain, void *ctx);
 	int (*listener_addr)(const struct xs_listener *l, struct sockaddr_storage *addr);
