@@ -109,10 +109,10 @@ enum { XSOCK_TCP_GETOPT, XSOCK_TCP_SETOPT, XSOCK_TCP_ABORT };
 int xsock_priv_tcp(struct rdma_cm_id *id, int op, int level, int name, void *val,
 		   socklen_t *len);
 
-/* The receive fast path (cm_proc.c -> xs_rx.c:xs_conn_rx_wait): on 1, the TCP socket a thread
- * about to block may poll to receive on its own thread (-1 for none); on
- * 0, the end of that wait; on 2, whether an epoll watch should stop
- * (1: stalled, ended, or not this process's). */
+/* The receive fast path (cm_proc.c, then xs_rx.c:xs_conn_rx_wait): on 1,
+ * the TCP socket a thread about to block may poll to receive on its own
+ * thread (-1 for none); on 0, the end of that wait; on 2, whether an epoll
+ * watch should stop (1: stalled, ended, or not this process's). */
 int xsock_priv_rx_wait(struct rdma_cm_id *id, int on);
 
 /* Queues without system calls: CM events queued on a channel
