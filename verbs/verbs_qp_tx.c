@@ -12,6 +12,36 @@
 
 /* ---- post_send -------------------------------------------------------------- */
 
+
+/* A Read or an Atomic may go when fewer than ORD of them are outstanding
+ * (and after those before it: WR order).  Returns its send-FIFO slot with
+ * rd_lock held, or NULL with rd_lock released and *rc: 0 when the QP left
+ * RTS meanwhile (the WR completed as flushed), ENOMEM.  Posting thread,
+ * sq_lock held. */
+static struct xs_sqe *ord_reserve(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op, int *rc)
+{
+	unsigned limit;
+
+	pthread_mutex_lock(&q->rd_lock);
+	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+	if (!limit)
+		limit = 1;
+	while (q->rd_count >= limit && qp_state(q) == IBV_QPS_RTS)
+		pthread_cond_wait(&q->rd_cond, &q->rd_lock);
+	if (qp_state(q) != IBV_QPS_RTS) {
+		pthread_mutex_unlock(&q->rd_lock);
+		sq_complete(q, wr_id, op, IBV_WC_WR_FLUSH_ERR, 0, true);
+		*rc = 0;
+		return NULL;
+	}
+	if (sq_reserve(q, 1)) {
+		pthread_mutex_unlock(&q->rd_lock);
+		*rc = ENOMEM;
+		return NULL;
+	}
+	return sq_at(q, q->sq_count);
+}
+
 /* A local error completes the WR with st and fails the QP (verbs spec). */
 static int send_local_error(struct xs_qp *q, const struct ibv_send_wr *wr, enum ibv_wc_opcode op,
 			    enum ibv_wc_status st)
@@ -34,29 +64,15 @@ static int post_read(struct xs_qp *q, struct xs_conn *c, const struct ibv_send_w
 		.src_to = wr->wr.rdma.remote_addr,
 	};
 	struct xs_sqe *rd;
-	unsigned limit;
+	int rc;
 
 	if (wr->num_sge > 1)
 		return EINVAL; /* max_sge_rd is 1 */
 	if (s && s->length && !xs_mr_local(q->qp.pd, s->lkey, s->addr, s->length, true))
 		return send_local_error(q, wr, IBV_WC_RDMA_READ, IBV_WC_LOC_PROT_ERR);
-	pthread_mutex_lock(&q->rd_lock);
-	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
-	if (!limit)
-		limit = 1;
-	/* beyond ORD: wait for a Read to complete (keeps WR order) */
-	while (q->rd_count >= limit && qp_state(q) == IBV_QPS_RTS)
-		pthread_cond_wait(&q->rd_cond, &q->rd_lock);
-	if (qp_state(q) != IBV_QPS_RTS) {
-		pthread_mutex_unlock(&q->rd_lock);
-		sq_complete(q, wr->wr_id, IBV_WC_RDMA_READ, IBV_WC_WR_FLUSH_ERR, 0, true);
-		return 0;
-	}
-	if (sq_reserve(q, 1)) {
-		pthread_mutex_unlock(&q->rd_lock);
-		return ENOMEM;
-	}
-	rd = sq_at(q, q->sq_count);
+	rd = ord_reserve(q, wr->wr_id, IBV_WC_RDMA_READ, &rc);
+	if (!rd)
+		return rc;
 	*rd = (struct xs_sqe){
 		.wr_id = wr->wr_id,
 		.sink_stag = rr.sink_stag,
@@ -90,8 +106,8 @@ static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send
 	};
 	struct ibv_sge s;
 	struct xs_sqe *e;
-	unsigned limit;
 	uint8_t *res;
+	int rc;
 
 	if (wr->num_sge != 1)
 		return EINVAL;
@@ -101,23 +117,10 @@ static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send
 	res = xs_mr_local(q->qp.pd, s.lkey, s.addr, s.length, true);
 	if (!res)
 		return send_local_error(q, wr, wop, IBV_WC_LOC_PROT_ERR);
-	pthread_mutex_lock(&q->rd_lock);
-	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
-	if (!limit)
-		limit = 1;
-	while (q->rd_count >= limit && qp_state(q) == IBV_QPS_RTS)
-		pthread_cond_wait(&q->rd_cond, &q->rd_lock);
-	if (qp_state(q) != IBV_QPS_RTS) {
-		pthread_mutex_unlock(&q->rd_lock);
-		sq_complete(q, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0, true);
-		return 0;
-	}
-	if (sq_reserve(q, 1)) {
-		pthread_mutex_unlock(&q->rd_lock);
-		return ENOMEM;
-	}
+	e = ord_reserve(q, wr->wr_id, wop, &rc);
+	if (!e)
+		return rc;
 	ar.req_id = q->atomic_id++;
-	e = sq_at(q, q->sq_count);
 	*e = (struct xs_sqe){
 		.wr_id = wr->wr_id,
 		.len = XS_TP_ATOMIC_SIZE,
