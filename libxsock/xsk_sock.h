@@ -245,6 +245,10 @@ static inline uint32_t xsk_sbuf_room(const struct xsk *s)
 void xsk_opt_record(struct xsk *s, int level, int name, int val);
 bool xsk_opt_find(const struct xsk *s, int level, int name, int *val);
 int xsk_opts_get(const struct xsk *s, struct xsk_opt out[XSK_MAX_OPTS]);
+/* level/name is an option the connection's TCP socket gets (an int):
+ * recorded, set on it once the connection exists, read from it while it
+ * does (xsk_sock.c).  Any thread, no lock. */
+bool xsk_opt_tcp(int level, int name);
 /* An option on the connection's TCP socket (op: XSOCK_TCP_GETOPT,
  * XSOCK_TCP_SETOPT): 0, -ENOTCONN while there is none (or no stack
  * support), or the TCP socket's -errno. */
