@@ -2,7 +2,7 @@
 /* Who uses a connection after fork(2) (xsock(7), section FORK): the fork
  * generation, the first use that claims a connection for this process
  * (xsk_fork_use), whether a close must leave it alone (xsk_fork_quiet),
- * and the sandbox probe.  Below both the protocol files, which claim on
+ * the sandbox probe, and whether this is a vfork child.  Below both the protocol files, which claim on
  * progress, and xsk_fork.c, which moves the generation on at each fork. */
 #include "config.h"
 
@@ -15,6 +15,7 @@
 #include "libxsock/xsk_proto_int.h"
 
 _Atomic unsigned xsk_fork_gen;
+pid_t xsk_fork_pid;
 
 /* A forked child that may not run the stack: OpenSSH's pre-authentication
  * child installs a seccomp filter that kills the process on any system
@@ -78,4 +79,11 @@ bool xsk_fork_quiet(struct xsk *s)
 	if (st && st->kernel)
 		return s->owner_pid != getpid();
 	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
+}
+
+bool xsk_vfork_child(void)
+{
+	pid_t p = xsk_fork_pid;
+
+	return p && getpid() != p;
 }

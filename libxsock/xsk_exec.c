@@ -537,7 +537,7 @@ static int adopt_one(int memfd)
 	    read_all(memfd, rmsg, e->rmsg_cap * sizeof(*rmsg)))
 		goto out;
 	stream_numbers(s, &e->sock);
-	s->mem_len = e->mem_len; /* checked against the layout setup_qp makes */
+	s->mem_len = e->mem_len; /* checked against the layout xsk_setup_qp makes */
 	rc = xsk_adopt_conn(s, e->tcpfd, e->wire, e->rkey, e->iova, mem, sbuf, rmsg, e->rmsg_cap);
 	e->tcpfd = -1; /* the connection owns it (or closed it) */
 	if (rc)

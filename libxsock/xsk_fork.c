@@ -31,11 +31,6 @@
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 
-/* This process's pid, as fork's child handler saw it: a child of vfork(2)
- * or clone(2) without a copied address space (Python's subprocess,
- * posix_spawn) runs no handler and shares the parent's memory. */
-static pid_t xsk_pid;
-
 void xsk_fork_listener_use(struct xsk *s)
 {
 	unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
@@ -180,18 +175,11 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	xsk_pid = getpid();
+	xsk_fork_pid = getpid();
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_svc_fork_child();
 	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
-}
-
-bool xsk_vfork_child(void)
-{
-	pid_t p = xsk_pid;
-
-	return p && getpid() != p;
 }
 
 /* Once the stack is loaded, after its own handlers (so that ours prepare
@@ -199,7 +187,7 @@ bool xsk_vfork_child(void)
 static void fork_register(void)
 {
 	xsk_relay_set_io(xsk_relay_io);
-	xsk_pid = getpid();
+	xsk_fork_pid = getpid();
 	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		fprintf(stderr, "libxsock: pthread_atfork failed; fork is unsafe\n");
 }

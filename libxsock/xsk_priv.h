@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Private to libxsock: the real libc entry points, the stack's entry
  * points (resolved in libiwarp itself), the IWARP socket object and the
- * calls between xsk_intercept.c (the interposed POSIX calls, the fd table,
- * poll/select/epoll) and the protocol files (xsk_proto.h: the rsockets
- * protocol over the stack's rdma_* and ibv_* API).
+ * calls between the interposer's files (xsk_intercept.h: the interposed
+ * POSIX calls, the fd table, poll/select/epoll; xsk_fork.c, xsk_relay.c,
+ * xsk_exec.c, xsk_ext.c) and the protocol files (xsk_proto.h: the rsockets
+ * protocol over the stack's rdma_* and ibv_* API).  Dependencies go one
+ * way: interposer files -> protocol files (and xsk_claim.c) -> xsk_sock.c,
+ * xsk_config.c, xsk_settings.c -> xsk_real.c; a lower file calls a higher
+ * one only through a hook it was handed (struct xsk_ext_hooks,
+ * xsk_relay_hooks, xsk_stack_on_load, xsk_relay_set_io).
  *
  * Internal calls return 0 / -errno; only the interposed calls set errno. */
 #ifndef XSK_PRIV_H
@@ -23,11 +28,6 @@
 #include <sys/uio.h>
 
 #include "verbs/xs_priv_abi.h"
-
-/* A socket's receive ring: the bounds of XSOCK_RBUF and of an SO_RCVBUF
- * set before connecting (xsk_res.c, xsk_intercept.c). */
-#define XSK_RBUF_MIN (8u * 1024)
-#define XSK_RBUF_MAX (64u * 1024 * 1024)
 
 #define XSK_EXPORT __attribute__((visibility("default")))
 
@@ -204,7 +204,8 @@ struct xsk_rmsg {
 };
 
 /* The socket.  Its layout is a contract between the protocol files
- * (xsk_proto.c, xsk_ext.c, xsk_fork.c, xsk_relay.c, xsk_exec.c) and the
+ * (xsk_proto.h's, xsk_claim.c, xsk_ext.c, xsk_fork.c, xsk_relay.c,
+ * xsk_exec.c) and the
  * accessors of xsk_sock.h / xsk_sock.c: the interposer (xsk_intercept.h's
  * files, xsk_epoll_et.c, xsk_sendfile.c) uses only those. */
 struct xsk {
@@ -420,6 +421,14 @@ void xsk_fd_put(struct xsk *s);
 
 /* Incremented in parent and child at each fork (atomic; by xsk_fork.c). */
 extern _Atomic unsigned xsk_fork_gen;
+/* This process's pid, as fork's child handler saw it (xsk_fork.c sets it
+ * there and at registration): a child of vfork(2) or clone(2) without a
+ * copied address space (Python's subprocess, posix_spawn) runs no handler
+ * and shares the parent's memory. */
+extern pid_t xsk_fork_pid;
+/* true in the child of a vfork(2) (memory shared with the parent, which
+ * waits): change nothing of libxsock's state there */
+bool xsk_vfork_child(void);
 /* First use after a fork (from xsk_progress, s->mu held): claim the
  * connection or listener; a socket another process claimed first becomes
  * foreign.  false if s is foreign (the caller reports EBUSY). */
@@ -435,9 +444,6 @@ bool xsk_fork_quiet(struct xsk *s);
 
 /* ---- fork (xsk_fork.c: the handlers, above the fd table and the relays) ---- */
 
-/* true in the child of a vfork(2) (memory shared with the parent, which
- * waits): change nothing of libxsock's state there */
-bool xsk_vfork_child(void);
 /* accept(): a listener inherited by a child gets a service thread again. */
 void xsk_fork_listener_use(struct xsk *s);
 /* xsk_fdtab.c for xsk_fork.c's handlers: fork prepare locks the table

@@ -3,8 +3,8 @@
  * interposer's: the interposer (xsk_intercept.h's files, xsk_epoll_et.c,
  * xsk_sendfile.c) reads and changes a struct xsk only through these
  * accessors and operations, so that the struct's layout is a contract
- * between the protocol files (xsk_proto.c, xsk_ext.c, xsk_fork.c,
- * xsk_relay.c, xsk_exec.c) and this header (with xsk_sock.c).
+ * between the protocol files (xsk_proto.h's, xsk_claim.c, xsk_ext.c,
+ * xsk_fork.c, xsk_relay.c, xsk_exec.c) and this header (with xsk_sock.c).
  *
  * Thread and locks: any thread; s->mu held (xsk_lock) unless noted.
  * "No lock" reads are hints the callers re-check under the lock or may

@@ -93,6 +93,10 @@ static int set_iwarp_mode(int fd, int on)
 #define SO_SNDTIMEO_NEW SO_SNDTIMEO_OLD
 #endif
 #define XSK_MSS_DEFAULT 536 /* TCP's, before a connection exists */
+/* An SO_RCVBUF set before connecting sizes the receive ring, within the
+ * range of XSOCK_IWARP_RBUF (its row of verbs/xs_settings.h). */
+#define XSK_RBUF_MIN ((uint32_t)xs_setting_rows[XS_SET_IWARP_RBUF].lo)
+#define XSK_RBUF_MAX ((uint32_t)xs_setting_rows[XS_SET_IWARP_RBUF].hi)
 
 static bool is_timeo(int level, int name, bool *rcv)
 {
