@@ -7,8 +7,9 @@
  *   prepare  the service thread and the fd table are locked (registered
  *            after libiwarp's handlers, so this runs before its prepare);
  *   parent   xsk_fork_gen moves on: each socket claims its connection on
- *            its next use (xsk_progress); a listener, released, accepts
- *            again at that use too (parent_listener);
+ *            its next use (xsk_progress; the claim is xsk_claim.c's); a
+ *            listener, released, accepts again at that use too
+ *            (parent_listener);
  *   child    the same, and every IWARP socket gets files of its own: the
  *            application's fd number (an epoll instance the parent shares)
  *            is replaced by a new epoll fd holding the socket's channels
@@ -20,7 +21,6 @@
  * only drops this process's state. */
 #include "config.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +28,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
 
 void xsk_fork_listener_use(struct xsk *s)
