@@ -24,10 +24,9 @@
  * a thread that holds a reference reads f->s, which is written while the
  * count is 0 and published by the release that sets it to 1.  struct xsk
  * itself is malloc'ed and freed by the protocol (xsk_new in xsk_res.c,
- * xsk_free in xsk_close.c): no
- * one reaches it but through a reference, or through an epoll
- * registration under the table lock (the last reference unlinks those
- * under the same lock before the socket is freed). */
+ * xsk_free in xsk_close.c): no one reaches it but through a reference, or
+ * through an epoll registration under the table lock (the last reference
+ * unlinks those under the same lock before the socket is freed). */
 #include "config.h"
 
 #include <fcntl.h>
