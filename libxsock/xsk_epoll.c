@@ -11,44 +11,6 @@
 #include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_sock.h"
 
-void xsk_ep_unlink_locked(struct xsk *s)
-{
-	struct xsk_epreg *r = *xsk_regs(s);
-
-	while (r) {
-		struct xsk_epreg *next = r->next_of_sock;
-		struct xsk_epset *ep = xsk_tab_epset(r->epfd);
-		if (ep) {
-			struct xsk_epreg **pp = &ep->regs;
-			while (*pp && *pp != r)
-				pp = &(*pp)->next_in_set;
-			if (*pp)
-				*pp = r->next_in_set;
-		}
-		free(r);
-		r = next;
-	}
-	*xsk_regs(s) = NULL;
-}
-
-void xsk_ep_set_free_locked(struct xsk_epset *ep)
-{
-	struct xsk_epreg *r = ep->regs;
-
-	while (r) {
-		struct xsk_epreg *next = r->next_in_set;
-		struct xsk_epreg **pp = xsk_regs(r->s);
-		xsk_ep_in_regs_add(r->s, -((r->events & EPOLLIN) != 0));
-		while (*pp && *pp != r)
-			pp = &(*pp)->next_of_sock;
-		if (*pp)
-			*pp = r->next_of_sock;
-		free(r);
-		r = next;
-	}
-	free(ep);
-}
-
 void xsk_ep_readd(struct xsk *s)
 {
 	xsk_tab_lock();

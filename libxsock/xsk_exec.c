@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "libxsock/xsk_config.h"
+#include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_priv.h"
 #include "verbs/xs_priv_abi.h"
 
@@ -536,15 +537,21 @@ static int adopt_one(int memfd)
 	    read_all(memfd, rmsg, e->rmsg_cap * sizeof(*rmsg)))
 		goto out;
 	stream_numbers(s, &e->sock);
-	s->mem_len = e->mem_len; /* checked against the layout setup_qp makes */
+	s->mem_len = e->mem_len; /* checked against the layout xsk_setup_qp makes */
 	rc = xsk_adopt_conn(s, e->tcpfd, e->wire, e->rkey, e->iova, mem, sbuf, rmsg, e->rmsg_cap);
 	e->tcpfd = -1; /* the connection owns it (or closed it) */
 	if (rc)
 		goto out;
 	/* the fd numbers: the sentinel goes, the inner epoll fd comes */
 	for (int k = 0; k < e->nfds; k++) {
-		if (xsk_real.dup3(s->epfd, e->fds[k], 0) < 0 || xsk_tab_adopt(e->fds[k], s) < 0) {
-			rc = -errno;
+		rc = xsk_real.dup3(s->epfd, e->fds[k], 0) < 0 ? -errno : xsk_tab_adopt(e->fds[k], s);
+		if (rc < 0) {
+			/* the table names s under the numbers before k: their
+			 * detach drops its references, the last one frees s */
+			for (int j = 0; j < k; j++)
+				xsk_tab_detach(e->fds[j]);
+			if (k)
+				s = NULL;
 			goto out;
 		}
 	}

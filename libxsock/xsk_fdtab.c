@@ -23,10 +23,10 @@
  * then the re-check of the slot fails and it drops that reference).  Only
  * a thread that holds a reference reads f->s, which is written while the
  * count is 0 and published by the release that sets it to 1.  struct xsk
- * itself is malloc'ed and freed by xsk_proto.c (xsk_new, xsk_free): no
- * one reaches it but through a reference, or through an epoll
- * registration under the table lock (the last reference unlinks those
- * under the same lock before the socket is freed). */
+ * itself is malloc'ed and freed by the protocol (xsk_new in xsk_res.c,
+ * xsk_free in xsk_close.c): no one reaches it but through a reference, or
+ * through an epoll registration under the table lock (the last reference
+ * unlinks those under the same lock before the socket is freed). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -156,6 +156,46 @@ static bool file_tryget(struct xsk_file *f)
 static void file_hold(struct xsk_file *f)
 {
 	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+}
+
+/* The registrations (struct xsk_epreg) an epoll set or a socket takes
+ * with it when it goes; the table lock guards them. */
+void xsk_ep_unlink_locked(struct xsk *s)
+{
+	struct xsk_epreg *r = *xsk_regs(s);
+
+	while (r) {
+		struct xsk_epreg *next = r->next_of_sock;
+		struct xsk_epset *ep = xsk_tab_epset(r->epfd);
+		if (ep) {
+			struct xsk_epreg **pp = &ep->regs;
+			while (*pp && *pp != r)
+				pp = &(*pp)->next_in_set;
+			if (*pp)
+				*pp = r->next_in_set;
+		}
+		free(r);
+		r = next;
+	}
+	*xsk_regs(s) = NULL;
+}
+
+void xsk_ep_set_free_locked(struct xsk_epset *ep)
+{
+	struct xsk_epreg *r = ep->regs;
+
+	while (r) {
+		struct xsk_epreg *next = r->next_in_set;
+		struct xsk_epreg **pp = xsk_regs(r->s);
+		xsk_ep_in_regs_add(r->s, -((r->events & EPOLLIN) != 0));
+		while (*pp && *pp != r)
+			pp = &(*pp)->next_of_sock;
+		if (*pp)
+			*pp = r->next_of_sock;
+		free(r);
+		r = next;
+	}
+	free(ep);
 }
 
 static void file_put(struct xsk_file *f)

@@ -7,8 +7,9 @@
  *   prepare  the service thread and the fd table are locked (registered
  *            after libiwarp's handlers, so this runs before its prepare);
  *   parent   xsk_fork_gen moves on: each socket claims its connection on
- *            its next use (xsk_progress); a listener, released, accepts
- *            again at that use too (parent_listener);
+ *            its next use (xsk_progress; the claim is xsk_claim.c's); a
+ *            listener, released, accepts again at that use too
+ *            (parent_listener);
  *   child    the same, and every IWARP socket gets files of its own: the
  *            application's fd number (an epoll instance the parent shares)
  *            is replaced by a new epoll fd holding the socket's channels
@@ -20,7 +21,6 @@
  * only drops this process's state. */
 #include "config.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,67 +28,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "libxsock/xsk_config.h"
 #include "libxsock/xsk_priv.h"
-
-_Atomic unsigned xsk_fork_gen;
-/* This process's pid, as fork's child handler saw it: a child of vfork(2)
- * or clone(2) without a copied address space (Python's subprocess,
- * posix_spawn) runs no handler and shares the parent's memory. */
-static pid_t xsk_pid;
-
-/* A forked child that may not run the stack: OpenSSH's pre-authentication
- * child installs a seccomp filter that kills the process on any system
- * call outside read/write/poll and a few more (eventfd2, io_uring_setup,
- * dup3 included), and answers open() with EACCES.  Starting the engine or
- * a relay there would be a SIGSYS; the copy is left unusable instead
- * (EBUSY), with one line under XSOCK_DEBUG.  Probed once per process, on
- * its first claim after a fork. */
-static pid_t probed_pid;
-static bool probed_sandbox;
-
-bool xsk_fork_sandboxed(void)
-{
-	pid_t me = getpid();
-	int fd;
-
-	if (probed_pid == me)
-		return probed_sandbox;
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	probed_sandbox = fd < 0 && (errno == EACCES || errno == EPERM);
-	if (fd >= 0)
-		xsk_real.close(fd);
-	probed_pid = me;
-	if (probed_sandbox && xsk_debug())
-		fprintf(stderr, "libxsock: pid %d runs in a system-call sandbox (open is refused): "
-				"its copies of IWARP connections are unusable here (EBUSY)\n",
-			(int)me);
-	return probed_sandbox;
-}
-
-bool xsk_fork_use(struct xsk *s)
-{
-	unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
-	const struct xsk_stack *st;
-
-	if (s->foreign)
-		return false;
-	if (s->claim_gen == g)
-		return true;
-	if (g && xsk_fork_sandboxed()) {
-		s->foreign = true;
-		return false;
-	}
-	s->claim_gen = g;
-	st = xsk_stack();
-	if (st && st->kernel && s->owner_pid != getpid())
-		s->foreign = true; /* the kernel obeys the maker alone: a relay client */
-	else if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
-		s->foreign = true;
-	else if (s->relay)
-		xsk_relay_owner(s); /* serve the other processes' copies */
-	return !s->foreign;
-}
 
 void xsk_fork_listener_use(struct xsk *s)
 {
@@ -96,17 +36,6 @@ void xsk_fork_listener_use(struct xsk *s)
 
 	if (atomic_exchange(&s->svc_gen, g) != g && s->state == XSK_LISTENING)
 		xsk_svc_add(s); /* nothing if it still has one */
-}
-
-bool xsk_fork_quiet(struct xsk *s)
-{
-	const struct xsk_stack *st = xsk_stack();
-
-	if (s->foreign)
-		return true;
-	if (st && st->kernel)
-		return s->owner_pid != getpid();
-	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
 }
 
 /* ---- the child's own files ---------------------------------------------------- */
@@ -245,23 +174,24 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	xsk_pid = getpid();
+	xsk_fork_pid = getpid();
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_svc_fork_child();
 	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
 }
 
-bool xsk_vfork_child(void)
+/* Once the stack is loaded, after its own handlers (so that ours prepare
+ * first); the relay threads get xsk_data.c's calls before any can exist. */
+static void fork_register(void)
 {
-	pid_t p = xsk_pid;
-
-	return p && getpid() != p;
-}
-
-void xsk_fork_register(void)
-{
-	xsk_pid = getpid();
+	xsk_relay_set_io(xsk_relay_io);
+	xsk_fork_pid = getpid();
 	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		fprintf(stderr, "libxsock: pthread_atfork failed; fork is unsafe\n");
+}
+
+__attribute__((constructor)) static void xsk_fork_ctor(void)
+{
+	xsk_stack_on_load(fork_register);
 }

@@ -184,11 +184,11 @@ static inline uint32_t xsk_ep_kernel_events(uint32_t app)
 	return EPOLLIN | (app & EPOLLET);
 }
 
-/* s's registrations leave their sets and go (table lock held; s's last
- * reference). */
+/* s's registrations leave their sets and go (xsk_fdtab.c; table lock
+ * held; s's last reference). */
 void xsk_ep_unlink_locked(struct xsk *s);
 /* An epoll set closed: its registrations leave their sockets and go
- * (table lock held). */
+ * (xsk_fdtab.c; table lock held). */
 void xsk_ep_set_free_locked(struct xsk_epset *ep);
 /* s's fd number now holds its inner epoll fd: register it again in every
  * set that knew the original socket (takes the table lock). */

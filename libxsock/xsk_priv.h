@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Private to libxsock: the real libc entry points, the stack's entry
  * points (resolved in libiwarp itself), the IWARP socket object and the
- * calls between xsk_intercept.c (the interposed POSIX calls, the fd table,
- * poll/select/epoll) and the protocol files (xsk_proto.h: the rsockets
- * protocol over the stack's rdma_* and ibv_* API).
+ * calls between the interposer's files (xsk_intercept.h: the interposed
+ * POSIX calls, the fd table, poll/select/epoll; xsk_fork.c, xsk_relay.c,
+ * xsk_exec.c, xsk_ext.c) and the protocol files (xsk_proto.h: the rsockets
+ * protocol over the stack's rdma_* and ibv_* API).  Dependencies go one
+ * way: interposer files -> protocol files (and xsk_claim.c) -> xsk_sock.c,
+ * xsk_config.c, xsk_settings.c -> xsk_real.c; a lower file calls a higher
+ * one only through a hook it was handed (struct xsk_ext_hooks,
+ * xsk_relay_hooks, xsk_stack_on_load, xsk_relay_set_io).
  *
  * Internal calls return 0 / -errno; only the interposed calls set errno. */
 #ifndef XSK_PRIV_H
@@ -23,11 +28,6 @@
 #include <sys/uio.h>
 
 #include "verbs/xs_priv_abi.h"
-
-/* A socket's receive ring: the bounds of XSOCK_RBUF and of an SO_RCVBUF
- * set before connecting (xsk_res.c, xsk_intercept.c). */
-#define XSK_RBUF_MIN (8u * 1024)
-#define XSK_RBUF_MAX (64u * 1024 * 1024)
 
 #define XSK_EXPORT __attribute__((visibility("default")))
 
@@ -167,6 +167,12 @@ struct xsk_stack {
 void xsk_real_init(void);
 /* The stack, loaded on first use; NULL (errno set) if libiwarp is missing. */
 const struct xsk_stack *xsk_stack(void);
+/* fn runs once the stack has loaded (after the stack's own fork handlers
+ * are registered), on the loading thread; at once if it already has (a
+ * library constructor may open a socket before libxsock's constructors).
+ * One hook: xsk_fork.c's constructor registers its handlers so.  Any
+ * thread. */
+void xsk_stack_on_load(void (*fn)(void));
 /* True if the code at ret (a return address) belongs to libiwarp: its own
  * TCP sockets are never IWARP sockets. */
 bool xsk_from_stack(const void *ret);
@@ -198,7 +204,8 @@ struct xsk_rmsg {
 };
 
 /* The socket.  Its layout is a contract between the protocol files
- * (xsk_proto.c, xsk_ext.c, xsk_fork.c, xsk_relay.c, xsk_exec.c) and the
+ * (xsk_proto.h's, xsk_claim.c, xsk_ext.c, xsk_fork.c, xsk_relay.c,
+ * xsk_exec.c) and the
  * accessors of xsk_sock.h / xsk_sock.c: the interposer (xsk_intercept.h's
  * files, xsk_epoll_et.c, xsk_sendfile.c) uses only those. */
 struct xsk {
@@ -356,7 +363,7 @@ bool xsk_epoll_edge(struct xsk_epreg *r, struct xsk *s, uint32_t got);
 
 #include "libxsock/xsk_proto.h"
 
-/* The socket options the connection's TCP socket gets (xsk_sockopt.c):
+/* The socket options the connection's TCP socket gets (xsk_sock.c):
  * the recorded ones, once the connection exists (s->mu held). */
 void xsk_opts_apply(struct xsk *s);
 /* The socket options and the ones libxsock honours itself (timeouts,
@@ -409,13 +416,19 @@ int xsk_sig_poll(struct pollfd *p, nfds_t n, int timeout_ms, struct xsk_sigsnap 
  * which takes the table lock and frees the socket).  Any thread. */
 struct xsk *xsk_fd_get(int fd);
 void xsk_fd_put(struct xsk *s);
-/* ---- fork (xsk_fork.c; hooks in the protocol files and xsk_intercept.c) ------- */
+/* ---- after a fork: who uses a connection (xsk_claim.c; called by the
+ * protocol files and the interposer's) ---------------------------------------- */
 
-/* Register the fork handlers: once, when the stack is loaded (after the
- * stack's own, so that ours prepare first). */
-void xsk_fork_register(void);
-/* Incremented in parent and child at each fork (atomic). */
+/* Incremented in parent and child at each fork (atomic; by xsk_fork.c). */
 extern _Atomic unsigned xsk_fork_gen;
+/* This process's pid, as fork's child handler saw it (xsk_fork.c sets it
+ * there and at registration): a child of vfork(2) or clone(2) without a
+ * copied address space (Python's subprocess, posix_spawn) runs no handler
+ * and shares the parent's memory. */
+extern pid_t xsk_fork_pid;
+/* true in the child of a vfork(2) (memory shared with the parent, which
+ * waits): change nothing of libxsock's state there */
+bool xsk_vfork_child(void);
 /* First use after a fork (from xsk_progress, s->mu held): claim the
  * connection or listener; a socket another process claimed first becomes
  * foreign.  false if s is foreign (the caller reports EBUSY). */
@@ -423,16 +436,18 @@ bool xsk_fork_use(struct xsk *s);
 /* This process may not run the stack (a seccomp sandbox that refuses
  * open(): OpenSSH's pre-authentication child); probed once per process. */
 bool xsk_fork_sandboxed(void);
-/* true in the child of a vfork(2) (memory shared with the parent, which
- * waits): change nothing of libxsock's state there */
-bool xsk_vfork_child(void);
-/* accept(): a listener inherited by a child gets a service thread again. */
-void xsk_fork_listener_use(struct xsk *s);
 /* close(): true if closing must not disconnect (the connection is shared
  * and this process has not used it, or another process uses it).  Over a
  * kernel stack: true in every process but the one that made the socket
  * (the kernel's objects are then left alone: see xsk_free). */
 bool xsk_fork_quiet(struct xsk *s);
+
+/* ---- fork (xsk_fork.c: the handlers, above the fd table and the relays) ---- */
+
+/* accept(): a listener inherited by a child gets a service thread again. */
+void xsk_fork_listener_use(struct xsk *s);
+/* xsk_fdtab.c for xsk_fork.c's handlers: fork prepare locks the table
+ * (making the relay channels, with s->mu). */
 void xsk_tab_fork_prepare(void);
 /* The parent: unlock the table, then call fn once per listener (s->mu not
  * held, a reference held). */
@@ -450,14 +465,17 @@ void xsk_relay_fork_prepare(struct xsk *s);
 void xsk_relay_fork_prepare_all(void);
 void xsk_relay_fork_parent(void);
 void xsk_relay_fork_child(void);
-/* the claim after a fork went to this process / to another (s->mu held);
- * the latter returns the fd the application's number becomes, or -1 (rd:
- * the call that found it reads: the owner's thread forwards input) */
-void xsk_relay_owner(struct xsk *s);
+/* the claim after a fork went to another process (s->mu held): the fd
+ * the application's number becomes, or -1 (rd: the call that found it
+ * reads: the owner's thread forwards input).  The owner's side is the
+ * protocol's hook (struct xsk_relay_hooks, owner). */
 int xsk_relay_client(struct xsk *s, bool rd);
-/* xsk_data.c for the relay threads: one non-blocking call on s (dir
- * 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno as the
- * interposed calls */
-ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir);
+/* xsk_data.c's, handed to the relay threads by xsk_fork.c when it
+ * registers the fork handlers (before any relay exists): one non-blocking
+ * call on s (dir 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno
+ * as the interposed calls */
+typedef ssize_t xsk_relay_io_fn(struct xsk *s, void *buf, size_t n, int dir);
+xsk_relay_io_fn xsk_relay_io;
+void xsk_relay_set_io(xsk_relay_io_fn *io);
 
 #endif

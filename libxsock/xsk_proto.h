@@ -46,9 +46,11 @@
  *   xsk_io.c      the receive wait on the TCP socket, the data calls
  *   xsk_svc.c     the service thread (listeners)
  *   xsk_close.c   teardown (xsk_free), and close over a kernel stack
+ *   xsk_claim.c   after a fork: the claim of a connection (xsk_fork_use),
+ *                 a quiet close (xsk_fork_quiet); declared in xsk_priv.h
  * They share xsk_proto_int.h.  They call up only through the hooks at the
- * end of this header, and into xsk_fork.c (xsk_fork_use, xsk_fork_quiet)
- * and xsk_intercept.c (xsk_opts_apply).
+ * end of this header; below them are xsk_sock.c (the option store,
+ * xsk_opts_apply), xsk_real.c and xsk_config.c.
  *
  * Threads: application threads, with s->mu held unless noted; the service
  * thread runs xsk_progress on listeners (svc_mu, then s->mu).  Calls
@@ -202,6 +204,9 @@ struct xsk_relay_hooks {
 	/* before anything goes (s->mu not held): the relay threads end, the
 	 * channels close */
 	void (*free)(struct xsk *s);
+	/* the claim after a fork went to this process (xsk_fork_use, s->mu
+	 * held): serve the channels other processes still hold */
+	void (*owner)(struct xsk *s);
 };
 void xsk_proto_set_relay(const struct xsk_relay_hooks *h);
 

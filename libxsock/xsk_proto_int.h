@@ -11,7 +11,6 @@
 #define XSK_RECV_EXTRA 32 /* receives posted beyond the credits (control messages) */
 #define XSK_SQ 1024
 #define XSK_SBUF (256u * 1024)
-#define XSK_RBUF_DEFAULT (512u * 1024)
 #define XSK_RD_DEPTH 16 /* IRD/ORD we ask for (RDMA Reads of the extended calls) */
 
 #define WR_RECV (1ull << 63)

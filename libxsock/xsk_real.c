@@ -83,6 +83,10 @@ __attribute__((constructor)) static void xsk_real_ctor(void)
 static struct xsk_stack stack;
 static int stack_err;
 static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
+/* xsk_stack_on_load: the layer above's hook, and whether it is due */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*on_load)(void);
+static bool loaded;
 
 #define SYM(field, name)                                         \
 	do {                                                     \
@@ -100,6 +104,7 @@ static void stack_init_once(void)
 	const char *lib = xsk_setting_str(XS_SET_IWARP_LIB);
 	void *h;
 	Dl_info info;
+	void (*fn)(void);
 
 	h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
@@ -181,9 +186,27 @@ done:
 	if (stack.kernel && xsk_debug())
 		fprintf(stderr, "libxsock: %s: standard verbs and rdma_cm calls only (xsock(7) KERNEL STACK)\n",
 			lib);
-	xsk_fork_register();
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;
+	pthread_mutex_lock(&load_mu);
+	loaded = true;
+	fn = on_load;
+	pthread_mutex_unlock(&load_mu);
+	if (fn)
+		fn();
+}
+
+void xsk_stack_on_load(void (*fn)(void))
+{
+	bool now;
+
+	pthread_mutex_lock(&load_mu);
+	now = loaded;
+	if (!now)
+		on_load = fn;
+	pthread_mutex_unlock(&load_mu);
+	if (now)
+		fn();
 }
 
 const struct xsk_stack *xsk_stack(void)

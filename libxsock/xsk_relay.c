@@ -78,10 +78,20 @@ static void chan_free(struct xsk_relay *r)
  * handed over before the first s->relay is set. */
 static bool xsk_relay_orphan(struct xsk *s);
 static void xsk_relay_free(struct xsk *s);
+static void xsk_relay_owner(struct xsk *s);
 static const struct xsk_relay_hooks relay_hooks = {
 	.orphan = xsk_relay_orphan,
 	.free = xsk_relay_free,
+	.owner = xsk_relay_owner,
 };
+
+/* The data calls the relay threads make (xsk_relay_set_io). */
+static xsk_relay_io_fn *relay_io;
+
+void xsk_relay_set_io(xsk_relay_io_fn *io)
+{
+	relay_io = io;
+}
 
 /* fork prepare (s->mu not held, the fd table locked): one more channel. */
 void xsk_relay_fork_prepare(struct xsk *s)
@@ -192,11 +202,11 @@ static void *relay_main(void *arg)
 				up_eof = true;
 				/* EOF without HUP: a client's shutdown(SHUT_WR) */
 				if (!hup(r->sp0))
-					xsk_relay_io(s, NULL, 0, -1);
+					relay_io(s, NULL, 0, -1);
 			}
 		}
 		if (up_n) {
-			ssize_t k = xsk_relay_io(s, up + up_off, up_n, 1);
+			ssize_t k = relay_io(s, up + up_off, up_n, 1);
 			if (k > 0) {
 				up_off += (size_t)k;
 				up_n -= (size_t)k;
@@ -210,7 +220,7 @@ static void *relay_main(void *arg)
 		bool want_down = client && !down_eof &&
 				 (orphan || s->app_read_gen != atomic_load(&xsk_fork_gen));
 		if (want_down && !down_n) {
-			ssize_t k = xsk_relay_io(s, down, RELAY_BUF, 0);
+			ssize_t k = relay_io(s, down, RELAY_BUF, 0);
 			if (k > 0) {
 				down_n = (size_t)k;
 				down_off = 0;
@@ -289,7 +299,7 @@ static bool relay_start(struct xsk_relay *r)
 
 /* The claim went to this process (s->mu held): keep sp0 of each channel,
  * drop sp1, and serve the channels some other process still holds. */
-void xsk_relay_owner(struct xsk *s)
+static void xsk_relay_owner(struct xsk *s)
 {
 	pid_t me = getpid();
 

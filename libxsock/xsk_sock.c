@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The operations of xsk_sock.h that are not inline: the option store
- * (struct xsk's opts) and the connection's TCP socket. */
+ * (struct xsk's opts) and the connection's TCP socket, where the recorded
+ * options go once it exists (xsk_opts_apply, from the protocol's
+ * ESTABLISHED). */
 #include "config.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 
 #include "libxsock/xsk_sock.h"
@@ -54,4 +58,36 @@ int xsk_sock_tcp(struct xsk *s, int op, int level, int name, void *val, socklen_
 	if (!st || !st->tcp || !s->id || s->state != XSK_CONNECTED)
 		return -ENOTCONN;
 	return st->tcp(s->id, op, level, name, val, len);
+}
+
+/* Options the connection's TCP socket gets (int values): set on it once
+ * the connection exists, read from it while it does. */
+bool xsk_opt_tcp(int level, int name)
+{
+	switch (level) {
+	case SOL_SOCKET:
+		return name == SO_KEEPALIVE || name == SO_PRIORITY;
+	case IPPROTO_TCP:
+		return name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT ||
+		       name == TCP_USER_TIMEOUT;
+	case IPPROTO_IP:
+		return name == IP_TOS || name == IP_TTL;
+	case IPPROTO_IPV6:
+		return name == IPV6_TCLASS || name == IPV6_UNICAST_HOPS;
+	default:
+		return false;
+	}
+}
+
+void xsk_opts_apply(struct xsk *s)
+{
+	struct xsk_opt o[XSK_MAX_OPTS];
+	int n = xsk_opts_get(s, o);
+
+	for (int i = 0; i < n; i++) {
+		if (!xsk_opt_tcp(o[i].level, o[i].name))
+			continue;
+		socklen_t l = sizeof(int);
+		xsk_sock_tcp(s, XSOCK_TCP_SETOPT, o[i].level, o[i].name, &o[i].val, &l);
+	}
 }

@@ -3,8 +3,8 @@
  * interposer's: the interposer (xsk_intercept.h's files, xsk_epoll_et.c,
  * xsk_sendfile.c) reads and changes a struct xsk only through these
  * accessors and operations, so that the struct's layout is a contract
- * between the protocol files (xsk_proto.c, xsk_ext.c, xsk_fork.c,
- * xsk_relay.c, xsk_exec.c) and this header (with xsk_sock.c).
+ * between the protocol files (xsk_proto.h's, xsk_claim.c, xsk_ext.c,
+ * xsk_fork.c, xsk_relay.c, xsk_exec.c) and this header (with xsk_sock.c).
  *
  * Thread and locks: any thread; s->mu held (xsk_lock) unless noted.
  * "No lock" reads are hints the callers re-check under the lock or may
@@ -245,6 +245,10 @@ static inline uint32_t xsk_sbuf_room(const struct xsk *s)
 void xsk_opt_record(struct xsk *s, int level, int name, int val);
 bool xsk_opt_find(const struct xsk *s, int level, int name, int *val);
 int xsk_opts_get(const struct xsk *s, struct xsk_opt out[XSK_MAX_OPTS]);
+/* level/name is an option the connection's TCP socket gets (an int):
+ * recorded, set on it once the connection exists, read from it while it
+ * does (xsk_sock.c).  Any thread, no lock. */
+bool xsk_opt_tcp(int level, int name);
 /* An option on the connection's TCP socket (op: XSOCK_TCP_GETOPT,
  * XSOCK_TCP_SETOPT): 0, -ENOTCONN while there is none (or no stack
  * support), or the TCP socket's -errno. */

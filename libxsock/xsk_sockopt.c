@@ -93,6 +93,10 @@ static int set_iwarp_mode(int fd, int on)
 #define SO_SNDTIMEO_NEW SO_SNDTIMEO_OLD
 #endif
 #define XSK_MSS_DEFAULT 536 /* TCP's, before a connection exists */
+/* An SO_RCVBUF set before connecting sizes the receive ring, within the
+ * range of XSOCK_IWARP_RBUF (its row of verbs/xs_settings.h). */
+#define XSK_RBUF_MIN ((uint32_t)xs_setting_rows[XS_SET_IWARP_RBUF].lo)
+#define XSK_RBUF_MAX ((uint32_t)xs_setting_rows[XS_SET_IWARP_RBUF].hi)
 
 static bool is_timeo(int level, int name, bool *rcv)
 {
@@ -100,38 +104,6 @@ static bool is_timeo(int level, int name, bool *rcv)
 		return false;
 	*rcv = name == SO_RCVTIMEO_OLD || name == SO_RCVTIMEO_NEW;
 	return *rcv || name == SO_SNDTIMEO_OLD || name == SO_SNDTIMEO_NEW;
-}
-
-/* Options the connection's TCP socket gets (int values): set on it once
- * the connection exists, read from it while it does. */
-static bool tcp_passes(int level, int name)
-{
-	switch (level) {
-	case SOL_SOCKET:
-		return name == SO_KEEPALIVE || name == SO_PRIORITY;
-	case IPPROTO_TCP:
-		return name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT ||
-		       name == TCP_USER_TIMEOUT;
-	case IPPROTO_IP:
-		return name == IP_TOS || name == IP_TTL;
-	case IPPROTO_IPV6:
-		return name == IPV6_TCLASS || name == IPV6_UNICAST_HOPS;
-	default:
-		return false;
-	}
-}
-
-void xsk_opts_apply(struct xsk *s)
-{
-	struct xsk_opt o[XSK_MAX_OPTS];
-	int n = xsk_opts_get(s, o);
-
-	for (int i = 0; i < n; i++) {
-		if (!tcp_passes(o[i].level, o[i].name))
-			continue;
-		socklen_t l = sizeof(int);
-		xsk_sock_tcp(s, XSOCK_TCP_SETOPT, o[i].level, o[i].name, &o[i].val, &l);
-	}
 }
 
 /* The options libxsock keeps itself (s->mu held): 0 or -errno, 1 if name
@@ -242,7 +214,7 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 		*len = l;
 		return 0;
 	}
-	if (tcp_passes(level, name)) {
+	if (xsk_opt_tcp(level, name)) {
 		int v = 0;
 		l = sizeof(v);
 		if (xsk_sock_tcp(s, XSOCK_TCP_GETOPT, level, name, &v, &l) < 0)
@@ -283,7 +255,7 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		xsk_opt_record(s, level, name, v);
 		if (level == SOL_SOCKET && name == SO_RCVBUF && fresh && v >= (int)XSK_RBUF_MIN)
 			xsk_set_rbuf_size(s, (unsigned)v > XSK_RBUF_MAX ? XSK_RBUF_MAX : ((uint32_t)v & ~1u));
-		if (!fresh && tcp_passes(level, name) && xsk_state(s) == XSK_CONNECTED) {
+		if (!fresh && xsk_opt_tcp(level, name) && xsk_state(s) == XSK_CONNECTED) {
 			int r = xsk_sock_tcp(s, XSOCK_TCP_SETOPT, level, name, (void *)(uintptr_t)val, &len);
 			if (r < 0 && r != -ENOTCONN)
 				rc = r; /* the TCP socket refused the value */

@@ -97,6 +97,19 @@ else
 fi
 wait "$srv"; srv=
 
+# reexec-lim: the new process can take the socket over under one fd number
+# but not the other (above its RLIMIT_NOFILE): it gives up both cleanly
+port=$(xs_free_port)
+iwarp_run timeout 60 "$chk" inetd "$port" 1 "$chk" echo >"$tmp/rl.srv" 2>&1 &
+srv=$!
+xs_wait_listen "$port"
+if iwarp_run timeout 30 "$chk" reexec-lim "$port" >"$tmp/rl.cli" 2>&1; then
+    cat "$tmp/rl.cli"
+else
+    echo "FAIL reexec-lim"; cat "$tmp/rl.cli"; fail=1
+fi
+wait "$srv"; srv=
+
 # without libxsock: a clear failure on first use, within the timeout
 port=$(xs_free_port)
 iwarp_run timeout 60 "$chk" inetd "$port" 1 env -u LD_PRELOAD "$chk" echo >"$tmp/no.srv" 2>&1 &

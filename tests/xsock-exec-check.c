@@ -19,6 +19,12 @@
  *   xsock-exec-check reexec PORT
  *       connect, write "A", exec itself as "reexec2" on the same socket
  *       (no fork), which writes "B" and reads the peer's reply.
+ *   xsock-exec-check reexec-lim PORT
+ *       connect, name the socket also by fd 200, lower RLIMIT_NOFILE to
+ *       100 and exec itself as "reexec3": the new process cannot take the
+ *       socket over under 200, so it gives it up under the lower number
+ *       too; reexec3 expects a plain failure there (no crash, no IWARP
+ *       socket left behind: with ASan, no use after free).
  */
 #include "config.h"
 
@@ -32,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +253,37 @@ static int do_reexec2(int fd)
 	return 0;
 }
 
+/* An exec hand-over that fails half-way: the fd number above the new
+ * process's limit cannot be given the socket, the one below already was. */
+static int do_reexec_lim(int port, const char *self)
+{
+	int fd = connect_to(port);
+	struct rlimit rl;
+	char fdstr[16];
+
+	if (fd < 0 || fd >= 100 || dup2(fd, 200) != 200 || write_all(fd, "A", 1) < 0)
+		return 1;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	rl.rlim_cur = 100;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	snprintf(fdstr, sizeof(fdstr), "%d", fd);
+	execl(self, self, "reexec3", fdstr, (char *)NULL);
+	perror("reexec-lim: execl");
+	return 1;
+}
+
+static int do_reexec3(int fd)
+{
+	if (write(fd, "B", 1) == 1) {
+		fprintf(stderr, "reexec3: fd %d still carries the connection\n", fd);
+		return 1;
+	}
+	printf("reexec-lim: the half-done take-over was undone (write: %s)\n", strerror(errno));
+	return 0;
+}
+
 /* What daemons do with the descriptors they did not open (sshd after its
  * re-exec, Python's subprocess in the child): close them all, then go on
  * (here: exec the service) with the inherited connection. */
@@ -276,6 +314,10 @@ int main(int argc, char **argv)
 		return do_reexec(atoi(argv[2]), "/proc/self/exe");
 	if (argc == 3 && !strcmp(argv[1], "reexec2"))
 		return do_reexec2(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "reexec-lim"))
+		return do_reexec_lim(atoi(argv[2]), "/proc/self/exe");
+	if (argc == 3 && !strcmp(argv[1], "reexec3"))
+		return do_reexec3(atoi(argv[2]));
 	fprintf(stderr, "usage: see the comment at the top of tests/xsock-exec-check.c\n");
 	return 2;
 }
