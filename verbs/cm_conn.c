@@ -251,9 +251,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	bool have_src;
 	int rc;
 
-	if (!id)
-		return cm_err(EINVAL);
-	if (!cm_param_ok(param))
+	if (!id || !cm_param_ok(param))
 		return cm_err(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !id->qp) {
@@ -450,9 +448,7 @@ XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	struct ibv_qp *qp;
 	int rc;
 
-	if (!id)
-		return cm_err(EINVAL);
-	if (!cm_param_ok(param))
+	if (!id || !cm_param_ok(param))
 		return cm_err(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	if (c->state != CM_REQ || !c->conn || !id->qp) {
