@@ -139,6 +139,23 @@ static void test_files_removed(void)
 		CHECK(system(cmd) == 0);
 		CHECK(access(path, F_OK) != 0); /* the listing removed it */
 	}
+	/* a file left by _exit goes when the next process makes its own */
+	pid_t gone = fork();
+
+	REQUIRE(gone >= 0);
+	if (gone == 0)
+		child(false);
+	REQUIRE(waitpid(gone, &st, 0) == gone);
+	stat_path(path, sizeof(path), gone);
+	CHECK(access(path, F_OK) == 0);
+	pid_t next = fork();
+
+	REQUIRE(next >= 0);
+	if (next == 0)
+		child(true);
+	REQUIRE(waitpid(next, &st, 0) == next);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(access(path, F_OK) != 0);
 }
 
 static const struct xs_stat_file *stat_map(void)

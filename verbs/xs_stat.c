@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The process's statistics file for xsock-stat(1): /dev/shm/xsock-UID-PID,
  * mode 0600, made on the first connection (unless XSOCK_STAT=0), removed at
- * exit (a process that ends without exit handlers leaves it for
- * xsock-stat, which removes it once the pid is gone).  Slots are given out
+ * exit (a process that ends without exit handlers leaves it: the next
+ * process to make its file, or xsock-stat, removes it once the pid is
+ * gone).  Slots are given out
  * and taken back here, under stat_mu; the counters in them are written by
  * the hooks of xs_stat.h without any lock.  After fork the child gets a
  * file of its own mapped where the parent's was, so the slots of the
  * connections it inherited stay valid and count in the child's file. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +106,36 @@ static void stat_fork_child(void)
 	stat_hdr_init(&stat_map->hdr);
 }
 
+/* The files of this user's processes that ended without exit handlers (a
+ * fork child's _exit, a signal): removed when another process makes its
+ * file, so that they do not pile up between xsock-stat runs (which remove
+ * them too, and those of a process that called execve).  stat_mu held. */
+static void stat_sweep(void)
+{
+	char prefix[32], path[sizeof(XS_STAT_DIR) + 256 + 2];
+	struct dirent *e;
+	DIR *d = opendir(XS_STAT_DIR);
+
+	if (!d)
+		return;
+	snprintf(prefix, sizeof(prefix), XS_STAT_PREFIX "%u-", (unsigned)getuid());
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		pid = strtol(e->d_name + strlen(prefix), &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			snprintf(path, sizeof(path), "%s/%s", XS_STAT_DIR, e->d_name);
+			unlink(path);
+		}
+	}
+	closedir(d);
+}
+
 /* stat_mu held: the file, made on first use. */
 static bool stat_ready(void)
 {
@@ -110,6 +143,7 @@ static bool stat_ready(void)
 
 	if (stat_map || stat_failed)
 		return stat_map && !stat_failed;
+	stat_sweep();
 	stat_map = stat_file(NULL, 0, NULL);
 	if (!stat_map) {
 		stat_failed = true;
