@@ -171,7 +171,7 @@ static bool slot_copy(const struct xs_stat_conn *s, struct xs_stat_conn *o)
 	o->state = LOAD(s->state);
 	o->status = LOAD(s->status);
 	cnt_copy(&o->c, &s->c);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	XS_STAT_READ_FENCE();
 	return __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen;
 }
 
@@ -204,7 +204,7 @@ static int snap_take(const struct sfile *sf, struct snap *sn)
 				continue;
 			sn->idx[sn->n++] = i;
 		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		XS_STAT_READ_FENCE();
 		if (__atomic_load_n(&h->seq, __ATOMIC_RELAXED) != seq)
 			continue;
 		for (unsigned i = 0; i < sn->n; i++) {

@@ -26,6 +26,16 @@
 #define XS_STAT_SLOTS 16384 /* XS_MAX_QP: one per connection */
 #define XS_STAT_ARGV0 64
 
+/* A reader's copy, between its two loads of a generation number: the
+ * copy's loads stay before the second load.  Under GCC's ThreadSanitizer,
+ * which cannot model fences (-Wtsan), a compiler barrier: enough on the
+ * x86 it runs on, whose loads are not reordered with loads. */
+#if defined(__SANITIZE_THREAD__)
+#define XS_STAT_READ_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+#else
+#define XS_STAT_READ_FENCE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#endif
+
 /* connection states (slot.state) */
 enum xs_stat_state {
 	XS_STAT_ESTABLISHED = 1, /* a QP is attached, the stream runs */
