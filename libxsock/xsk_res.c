@@ -23,26 +23,11 @@
 
 /* ---- objects ------------------------------------------------------------------ */
 
-/* The environment this file reads, once per process: the receive ring's
- * size (XSOCK_IWARP_RBUF) and how long a close lingers for unsent data
- * (XSOCK_LINGER_MS, as libiwarp reads it: 0..60000, default 1000), from
- * the settings table (verbs/xs_settings.h). */
-static struct {
-	uint32_t rbuf;
-	int linger_ms;
-} proto_env;
-static pthread_once_t proto_env_once = PTHREAD_ONCE_INIT;
-
-static void proto_env_load(void)
-{
-	proto_env.rbuf = (uint32_t)xsk_setting_num(XS_SET_IWARP_RBUF) & ~1u;
-	proto_env.linger_ms = (int)xsk_setting_num(XS_SET_LINGER_MS);
-}
-
+/* How long a close lingers for unsent data (XSOCK_LINGER_MS, as libiwarp
+ * reads it); the settings table parses it once per process. */
 int xsk_linger_ms(void)
 {
-	pthread_once(&proto_env_once, proto_env_load);
-	return proto_env.linger_ms;
+	return (int)xsk_setting_num(XS_SET_LINGER_MS);
 }
 
 struct xsk *xsk_new(int family)
@@ -51,7 +36,6 @@ struct xsk *xsk_new(int family)
 
 	if (!s)
 		return NULL;
-	pthread_once(&proto_env_once, proto_env_load);
 	pthread_mutex_init(&s->mu, NULL);
 	s->family = family;
 	s->owner_pid = getpid();
@@ -60,7 +44,7 @@ struct xsk *xsk_new(int family)
 	s->ready_fd = -1;
 	s->wake_fd = -1;
 	s->rxw_fd = -1;
-	s->rbuf_size = proto_env.rbuf;
+	s->rbuf_size = (uint32_t)xsk_setting_num(XS_SET_IWARP_RBUF) & ~1u; /* XSOCK_IWARP_RBUF */
 	s->sbuf_size = XSK_SBUF;
 	s->rq_size = XSK_RQ;
 	s->rcvlowat = 1;
