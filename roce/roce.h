@@ -116,18 +116,24 @@ extern const struct roce_op_info roce_ops[256];
 /* ---- ICRC (roce_icrc.c) ----------------------------------------------------- */
 
 /* The addresses the ICRC covers through the masked IP and UDP headers.
- * IPv4 is assumed to be a 20-octet header with DF set and Identification
- * 0: what rxe sends (prepare_ipv4_hdr, ip_select_ident with no socket) and
- * what an unconnected UDP socket with IP_PMTUDISC_DO sends. */
+ * IPv4 is assumed to be a 20-octet header with DF set (rxe_net.c:285,246
+ * and an unconnected UDP socket with IP_PMTUDISC_DO both set it).  The
+ * Identification is covered too: an unconnected UDP socket with DF sends
+ * 0 (include/net/ip.h:573-574), but rxe does not: prepare_ipv4_hdr calls
+ * __ip_select_ident (rxe_net.c:252, net/ipv4/route.c:494-508), a hashed
+ * counter, so checking rxe's IPv4 ICRC needs the ID from the received IP
+ * header (a raw or packet socket).  IPv6 has no ID. */
 struct roce_ip {
 	bool v6;
 	uint8_t src[16], dst[16]; /* IPv4: the first 4 octets */
 	uint16_t sport, dport; /* host order */
+	uint16_t ip_id; /* IPv4 Identification, host order (0: what we send) */
 };
 
 /* ICRC of one UDP payload pkt[0..len) (BTH up to and including the pad,
- * without the 4 ICRC octets).  The value as stored: the caller writes it
- * little-endian (roce_icrc_put). */
+ * without the 4 ICRC octets; len >= ROCE_BTH_LEN, else 0 is returned, and
+ * len <= ROCE_MAX_PKT_LEN - 4 for the 16-bit length fields).  The value as
+ * stored: the caller writes it little-endian (roce_icrc_put). */
 uint32_t roce_icrc(const struct roce_ip *ip, const uint8_t *pkt, size_t len);
 /* Incremental: start over the pseudo headers and the (masked) BTH, then
  * add the rest in pieces; the result is roce_icrc's.  len is the length
@@ -168,8 +174,12 @@ enum roce_perr {
 const char *roce_perr_str(enum roce_perr e);
 
 /* Parse and check one UDP payload buf[0..len) (BTH .. ICRC).  ip: the
- * addresses for the ICRC (NULL: not checked).  pkey: the P_Key expected.
- * On ROCE_OK every header the opcode has is decoded into *p and
+ * addresses for the ICRC (NULL: not checked).  pkey: the P_Key expected,
+ * matched as rxe's pkey_match does (low 15 bits equal and not 0, one side
+ * a full member: 0xFFFF takes 0x7FFF too).  Checks in this order: length,
+ * TVer, opcode, headers fit, pad, P_Key, ICRC.  *p is zeroed first; from
+ * ROCE_E_TVER on p->bth holds the decoded BTH.  On ROCE_OK every header
+ * the opcode has is decoded into *p (the others stay 0) and
  * p->payload/paylen is the payload without pad. */
 enum roce_perr roce_pkt_parse(const uint8_t *buf, size_t len, const struct roce_ip *ip,
 			      uint16_t pkey, struct roce_pkt *p);
@@ -181,8 +191,10 @@ enum roce_perr roce_pkt_parse(const uint8_t *buf, size_t len, const struct roce_
 size_t roce_pkt_encode_hdrs(const struct roce_pkt *p, uint8_t *hdr);
 
 /* Build a whole packet into out (room: hdr_len + paylen + 3 + 4): headers,
- * payload, pad (zeros), ICRC.  Sets the pad count itself.  Returns the
- * length, 0 if the opcode is unknown. */
+ * payload, pad (zeros), ICRC (ip NULL: 4 zero octets).  Sets p->bth.pad,
+ * and p->payload/paylen to the copy in out (payload may overlap out).
+ * Returns the length; 0 if the opcode is unknown, if it carries no payload
+ * and paylen is not 0, or if the packet would exceed ROCE_MAX_PKT_LEN. */
 size_t roce_pkt_build(struct roce_pkt *p, const void *payload, uint32_t paylen,
 		      const struct roce_ip *ip, uint8_t *out);
 

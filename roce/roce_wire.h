@@ -18,6 +18,16 @@
 #define ROCE_DETH_LEN 8
 #define ROCE_ICRC_LEN 4
 #define ROCE_MAX_HDR_LEN (ROCE_BTH_LEN + ROCE_ATMETH_LEN) /* largest: atomic */
+/* The largest UDP payload (BTH .. ICRC) an IPv4 datagram carries: 65535 -
+ * 20 (IP) - 8 (UDP).  roce_pkt_build refuses more; the ICRC's IP and UDP
+ * length fields are 16 bits. */
+#define ROCE_MAX_PKT_LEN 65507
+/* The pseudo headers the ICRC starts with: 8 octets of 0xFF for the masked
+ * LRH (rxe_icrc.c:91-94), the IP header (20 or 40), the UDP header (8). */
+#define ROCE_LRH_MASK_LEN 8
+#define ROCE_IPV4_HDR_LEN 20
+#define ROCE_IPV6_HDR_LEN 40
+#define ROCE_UDP_HDR_LEN 8
 
 #define ROCE_PKEY_DEFAULT 0xffff
 #define ROCE_PSN_MASK 0xffffffu
