@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Writes the seed corpora in tests/fuzz/corpus/ from real frames: the siw
- * vectors of tests/test-mpa-frame.c and tests/test-iw-stream.c, and streams
- * the project's own encoders produce (iw_tx over a capture buffer, as
+ * vectors of tests/test-mpa-frame.c and tests/test-iw-stream.c, the ICRC
+ * known answers of tests/test-roce.c, and streams and packets the project's
+ * own encoders produce (iw_tx over a capture buffer, as
  * tests/test-iw-stream.c does).  Built and run by `scripts/fuzz.sh
  * --gen-corpus`; the output is committed, so this only runs when the input
  * formats of the harnesses change.
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "iwarp/iw_stream.h"
+#include "roce/roce.h"
 #include "tests/vectors/siw-init-rev2-stream.h"
 
 static const char *outdir;
@@ -396,6 +398,60 @@ static void gen_ddp_place(void)
 	}
 }
 
+/* ---- RoCEv2 packets ------------------------------------------------------ */
+
+/* tests/test-roce.c's ICRC known answers (config: fix the ICRC, as the
+ * harness's addresses are not theirs), then every opcode built by
+ * roce_pkt_build with the harness's addresses and a real ICRC. */
+static const char *const roce_kat[] = {
+	"0430ffff000000118000012368656c6c6f0000003143a6a1",
+	"0ba0ffff8000abcd80fffffe00007f001234567800001a2b00000006deadbeef6162636465660000a2ea6419",
+	"1100ffff40000022000001241f0000050286de17",
+};
+
+static void gen_roce_pkt(void)
+{
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(roce_kat) / sizeof(roce_kat[0]); i++) {
+		uint8_t cfg[8] = { (uint8_t)(2 | (i == 1)), 0xff, 0xff, 0x12, 0x34, 0xc0, 0xa5, 10 };
+		uint8_t b[128];
+		size_t n = hex(roce_kat[i], b, sizeof(b));
+
+		snprintf(name, sizeof(name), "kat-%zu", i);
+		put("fuzz-roce-pkt", name, cfg, sizeof(cfg), b, n);
+	}
+	for (unsigned op = 0; op < 256; op++) {
+		if (!roce_ops[op].name)
+			continue;
+		for (uint32_t paylen = 0; paylen <= 5; paylen += 5) {
+			bool v6 = (op + paylen) & 1;
+			uint8_t cfg[8] = { v6, 0xff, 0xff, 0x00, (uint8_t)op, 0xc0, (uint8_t)op, 0x20 };
+			struct roce_ip ip = { .v6 = v6, .ip_id = op, .sport = (uint16_t)(0xc000 | op),
+					      .dport = ROCE_UDP_PORT };
+			struct roce_pkt p = { .bth = { .opcode = (uint8_t)op, .pkey = 0xffff,
+						       .dqpn = 0x11, .ackreq = true, .psn = op } };
+			uint8_t pay[5] = "hello", b[ROCE_MAX_HDR_LEN + 5 + 3 + 4];
+
+			for (int i = 0; i < 16; i++) {
+				ip.src[i] = (uint8_t)(cfg[7] + i);
+				ip.dst[i] = (uint8_t)((cfg[7] ^ 0xff) - i);
+			}
+			p.reth = (struct roce_reth){ 0x7f0000001000ull, 0x1234, paylen };
+			p.aeth = (struct roce_aeth){ ROCE_AETH_CREDIT_INVALID, 3 };
+			p.atm = (struct roce_atmeth){ 0x7f0000002000ull, 0x5678, 1, 0 };
+			p.deth = (struct roce_deth){ ROCE_GSI_QKEY, 1 };
+			if (paylen && !(roce_ops[op].flags & ROCE_F_PAYLOAD))
+				continue;
+			size_t n = roce_pkt_build(&p, pay, paylen, &ip, b);
+			if (!n)
+				abort();
+			snprintf(name, sizeof(name), "op-%02x-%u", op, paylen);
+			put("fuzz-roce-pkt", name, cfg, sizeof(cfg), b, n);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -409,6 +465,7 @@ int main(int argc, char **argv)
 	gen_mpa_rx();
 	gen_ddp_place();
 	gen_rdmap_rx();
+	gen_roce_pkt();
 	printf("gen-corpus: %u files in %s\n", nfiles, outdir);
 	return 0;
 }
