@@ -332,9 +332,9 @@ static void test_errors(void)
 	const uint16_t pk = ROCE_PKEY_DEFAULT;
 
 	/* every error has its own text */
-	for (int e = 0; e < ROCE_E_COUNT; e++) {
+	for (enum roce_perr e = ROCE_OK; e < ROCE_E_COUNT; e++) {
 		CHECK(roce_perr_str(e) && *roce_perr_str(e));
-		for (int f = 0; f < e; f++)
+		for (enum roce_perr f = ROCE_OK; f < e; f++)
 			CHECK(strcmp(roce_perr_str(e), roce_perr_str(f)) != 0);
 	}
 	CHECK(strcmp(roce_perr_str(ROCE_E_ICRC), "ICRC mismatch") == 0);
