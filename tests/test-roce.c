@@ -11,6 +11,8 @@
  * rest; the datagrams are in the comments.  tshark 4.0's InfiniBand
  * dissector shows the ICRC (infiniband.invariant.crc) but has no
  * preference that checks it.
+ * One vector is real hardware: a CNP a ConnectX-4 Lx sent (in
+ * test_icrc_kat).
  * TODO(rxe vectors): packets captured from rxe in the QEMU guest
  * (tests/vectors/roce/NAME.hex from the guest helper) were not there when
  * this was written; add them to kat[] (one UDP payload a line, with its
@@ -288,6 +290,30 @@ static void test_icrc_kat(void)
 			CHECK_EQ_U(roce_icrc(&ip, m, len - 4) != k->icrc, 1);
 		}
 	}
+	/* Real hardware: a CNP (opcode 0x81, BECN set, IP ID 0x718c) a
+	 * ConnectX-4 Lx sent, as captured in scapy's test/contrib/roce.uts
+	 * ("RoCE CNP captured on ConnectX-4 Lx"): 45c2003c 718c 4000 4011 9161
+	 * 0a001101 0a001201, UDP 0000 12b7 0028 0000.  Not an opcode we take,
+	 * but its ICRC is computed the same way: this checks the masks (TOS,
+	 * TTL, checksums, BTH octet 4), the covered IP ID and the octet order
+	 * against a NIC, independently of rxe and of the python script. */
+	{
+		struct kat cnp = { "ConnectX-4 Lx CNP", false, "10.0.17.1", "10.0.18.1", 0, 0x718c,
+				   "8100ffff4000011800000000 00000000000000000000000000000000"
+				   " 82fd002a",
+				   0x2a00fd82, 0x81, 0 };
+		uint8_t c[64];
+		struct roce_ip ip;
+		struct roce_pkt p;
+		size_t len = hex(cnp.udp, c, sizeof(c));
+
+		REQUIRE(len == 32);
+		kat_ip(&cnp, &ip);
+		CHECK_EQ_U(roce_icrc(&ip, c, len - 4), cnp.icrc);
+		CHECK_EQ_U(roce_icrc_get(c + len - 4), cnp.icrc);
+		CHECK(roce_pkt_parse(c, len, &ip, ROCE_PKEY_DEFAULT, &p) == ROCE_E_OPCODE);
+	}
+
 	/* ICRC stored least-significant octet first */
 	uint8_t b[4];
 	roce_icrc_put(0x11223344, b);
