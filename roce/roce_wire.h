@@ -76,8 +76,11 @@ enum roce_opcode {
 	ROCE_UD_SEND_ONLY_IMM = 0x65,
 };
 
-/* AETH syndrome: 0b0xx_ttttt ACK (t: credit count, 0x1f none),
- * 0b01x_ttttt RNR NAK (t: the RNR timer code), 0b011_nnnnn NAK. */
+/* AETH syndrome: bit 7 reserved, bits 6-5 the type, bits 4-0 its value:
+ * 0b0_00_ttttt ACK (t: credit count, 0x1f none), 0b0_01_ttttt RNR NAK
+ * (t: the RNR timer code), 0b0_10_xxxxx reserved, 0b0_11_nnnnn NAK (n:
+ * enum roce_nak).  rxe masks the type with 0xe0, bit 7 included
+ * (rxe_hdr.h:735), so a syndrome with bit 7 set is no type it knows. */
 #define ROCE_AETH_TYPE_MASK 0x60
 #define ROCE_AETH_ACK 0x00
 #define ROCE_AETH_RNR_NAK 0x20
