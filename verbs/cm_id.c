@@ -14,6 +14,7 @@
 
 #include "util/xs_sockaddr.h"
 #include "verbs/cm_priv.h"
+#include "verbs/xs_roce_dev.h"
 
 /* ---- ids ------------------------------------------------------------------ */
 
@@ -178,12 +179,21 @@ int cm_sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src)
 	return 0;
 }
 
+/* The id's device is the CM's default one (XSOCK_TRANSPORT).  rdma_cm over
+ * RoCE (xsock_roce0) is not there yet: the calls that give an id its
+ * device (rdma_bind_addr, rdma_resolve_addr, rdma_listen of an unbound id)
+ * refuse it here with EPROTONOSUPPORT, before any socket exists. */
 int cm_set_verbs(struct cm_id *c)
 {
 	if (!c->id.verbs)
 		c->id.verbs = xs_default_context();
 	if (!c->id.verbs)
 		return -ENODEV;
+	if (xs_ctx_is_roce(c->id.verbs)) {
+		xs_log("rdma_cm on xsock_roce0 (XSOCK_TRANSPORT=roce) is not supported yet: "
+		       "EPROTONOSUPPORT");
+		return -EPROTONOSUPPORT;
+	}
 	c->id.port_num = 1;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The one software device "xsock0" (an iWARP RNIC), its context and the
- * queries, string and rate helpers, async events, and the verbs this
- * device does not have (AH, multicast, XRC): those fail with
+/* The software devices: "xsock0" (an iWARP RNIC) and its RoCE personality
+ * "xsock_roce0" (verbs_roce_dev.c has its port and GID table), their
+ * contexts and the queries, string and rate helpers, async events, and the
+ * verbs they do not have (AH, multicast, XRC): those fail with
  * EOPNOTSUPP. */
 #include "config.h"
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "verbs/verbs_priv.h"
+#include "verbs/xs_roce_dev.h"
 
 /* the header turns these into inline wrappers; we define the real symbols */
 #undef ibv_query_port
@@ -111,19 +113,42 @@ static void xs_ident(void)
 	pthread_once(&xs_ident_once, xs_ident_load);
 }
 
+/* xsock_roce0's GUID is xsock0's with ff:ff for ff:fe in the middle (the
+ * old MAC-48 marker): the same identity, another GUID, and one no other
+ * interface's EUI-64 can be. */
+static __be64 xs_guid_of(const struct ibv_device *dev)
+{
+	uint8_t g[8];
+	__be64 out;
+
+	xs_ident();
+	memcpy(g, &xs_guid, 8);
+	if (dev == &xs_roce_device)
+		g[4] |= 1;
+	memcpy(&out, g, 8);
+	return out;
+}
+
+static bool xs_is_device(const struct ibv_device *dev)
+{
+	return dev == &xs_device || dev == &xs_roce_device;
+}
+
 /* ---- device list ---------------------------------------------------------- */
 
 XS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	struct ibv_device **l = calloc(2, sizeof(*l));
+	struct ibv_device **l = calloc(3, sizeof(*l));
 
 	if (!l) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* xsock0 first: programs that take the first device keep iWARP */
 	l[0] = &xs_device;
+	l[1] = &xs_roce_device;
 	if (num_devices)
-		*num_devices = 1;
+		*num_devices = 2;
 	return l;
 }
 
@@ -139,13 +164,12 @@ XS_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 
 XS_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	xs_ident();
-	return xs_guid;
+	return xs_guid_of(device);
 }
 
 XS_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-	return device == &xs_device ? 0 : -1;
+	return device == &xs_device ? 0 : device == &xs_roce_device ? 1 : -1;
 }
 
 XS_EXPORT int ibv_fork_init(void)
@@ -193,10 +217,12 @@ XS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct xs_context *x;
 	struct ibv_context *c;
 
-	if (device != &xs_device) {
+	if (!xs_is_device(device)) {
 		errno = ENODEV;
 		return NULL;
 	}
+	if (device == &xs_roce_device)
+		xs_roce_refresh(); /* the GID table as at open */
 	x = calloc(1, sizeof(*x));
 	if (!x) {
 		errno = ENOMEM;
@@ -251,9 +277,12 @@ XS_EXPORT int ibv_close_device(struct ibv_context *context)
 static pthread_once_t xs_default_once = PTHREAD_ONCE_INIT;
 static struct ibv_context *xs_default_ctx;
 
+/* XSOCK_TRANSPORT chooses the device (0 iwarp, 1 roce). */
 static void xs_default_open(void)
 {
-	xs_default_ctx = ibv_open_device(&xs_device);
+	bool roce = xs_settings_num(xs_settings(), XS_SET_TRANSPORT) == 1;
+
+	xs_default_ctx = ibv_open_device(roce ? &xs_roce_device : &xs_device);
 }
 
 /* Opened once, never closed: CM ids of the whole process share it. */
@@ -267,13 +296,14 @@ struct ibv_context *xs_default_context(void)
 
 /* ---- queries -------------------------------------------------------------- */
 
-static void xs_fill_device_attr(struct ibv_device_attr *a)
+static void xs_fill_device_attr(const struct ibv_context *ctx, struct ibv_device_attr *a)
 {
-	xs_ident();
+	bool roce = xs_ctx_is_roce(ctx);
+
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", XS_FW_VER);
-	a->node_guid = xs_guid;
-	a->sys_image_guid = xs_guid;
+	a->node_guid = xs_guid_of(ctx->device);
+	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = XS_MAX_MR_SIZE;
 	a->page_size_cap = 4096;
 	a->max_qp = XS_MAX_QP;
@@ -301,8 +331,8 @@ static void xs_fill_device_attr(struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
-	a->vendor_id = XS_VENDOR_ID;
-	a->vendor_part_id = XS_VENDOR_PART_ID;
+	a->vendor_id = roce ? XS_ROCE_VENDOR_ID : XS_VENDOR_ID;
+	a->vendor_part_id = roce ? XS_ROCE_VENDOR_PART_ID : XS_VENDOR_PART_ID;
 	a->hw_ver = 1;
 }
 
@@ -310,7 +340,7 @@ XS_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_at
 {
 	if (!context || !attr)
 		return EINVAL;
-	xs_fill_device_attr(attr);
+	xs_fill_device_attr(context, attr);
 	return 0;
 }
 
@@ -322,7 +352,7 @@ static int xs_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 	if (in && in->comp_mask)
 		return EINVAL; /* rdma-core: no input fields are defined */
 	memset(attr, 0, attr_size);
-	xs_fill_device_attr(&attr->orig_attr);
+	xs_fill_device_attr(ctx, &attr->orig_attr);
 	/* the extended fields a caller's (older) struct has room for */
 	if (attr_size >= offsetof(struct ibv_device_attr_ex, phys_port_cnt_ex) +
 				 sizeof(attr->phys_port_cnt_ex))
@@ -359,7 +389,10 @@ static int xs_query_port_op(struct ibv_context *ctx, uint8_t port, struct ibv_po
 
 	if (port != XS_PORT_NUM)
 		return EINVAL;
-	xs_fill_port_attr(&a);
+	if (xs_ctx_is_roce(ctx))
+		xs_roce_fill_port_attr(&a);
+	else
+		xs_fill_port_attr(&a);
 	memset(attr, 0, attr_len);
 	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
 	return 0;
@@ -374,24 +407,18 @@ XS_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 				offsetof(struct ibv_port_attr, flags));
 }
 
-XS_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
-			    union ibv_gid *gid)
-{
-	if (port_num != XS_PORT_NUM || index != 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	xs_ident();
-	*gid = xs_gid;
-	return 0;
-}
-
 /* ibv_query_gid_ex(3): 0 or an errno; entry_size is the caller's
- * sizeof(struct ibv_gid_entry).  The one entry is type IB, as the kernel
- * reports an iWARP device's GIDs (no RoCE GID table, no netdev index). */
-static int xs_gid_entry(uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *e)
+ * sizeof(struct ibv_gid_entry).  xsock0's one entry is type IB, as the
+ * kernel reports an iWARP device's GIDs (no RoCE GID table, no netdev
+ * index); xsock_roce0's table is RoCE v2 (ENODATA: an empty slot). */
+static int xs_gid_entry(const struct ibv_context *ctx, uint32_t port_num, uint32_t gid_index,
+			struct ibv_gid_entry *e)
 {
-	if (port_num != XS_PORT_NUM || gid_index != 0)
+	if (port_num != XS_PORT_NUM)
+		return EINVAL;
+	if (xs_ctx_is_roce(ctx))
+		return xs_roce_gid_entry(gid_index, e);
+	if (gid_index != 0)
 		return EINVAL;
 	xs_ident();
 	memset(e, 0, sizeof(*e));
@@ -400,6 +427,27 @@ static int xs_gid_entry(uint32_t port_num, uint32_t gid_index, struct ibv_gid_en
 	e->port_num = XS_PORT_NUM;
 	e->gid_type = IBV_GID_TYPE_IB;
 	e->ndev_ifindex = 0;
+	return 0;
+}
+
+/* rdma-core's: an empty slot reads as the zero GID */
+XS_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+			    union ibv_gid *gid)
+{
+	struct ibv_gid_entry e;
+	int rc = EINVAL;
+
+	if (context && gid && index >= 0)
+		rc = xs_gid_entry(context, port_num, (uint32_t)index, &e);
+	if (rc == ENODATA) {
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	*gid = e.gid;
 	return 0;
 }
 
@@ -412,7 +460,7 @@ XS_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 
 	if (!context || !entry || flags || entry_size < sizeof(e))
 		return EINVAL;
-	rc = xs_gid_entry(port_num, gid_index, &e);
+	rc = xs_gid_entry(context, port_num, gid_index, &e);
 	if (rc)
 		return rc;
 	memset(entry, 0, entry_size);
@@ -426,10 +474,12 @@ XS_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_g
 {
 	if (!context || flags || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
+	if (xs_ctx_is_roce(context))
+		return xs_roce_gid_table(entries, max_entries, entry_size);
 	if (max_entries < 1 || !entries)
 		return -EINVAL; /* rdma-core: the table has more entries than room */
 	memset(entries, 0, entry_size);
-	xs_gid_entry(XS_PORT_NUM, 0, entries);
+	xs_gid_entry(context, XS_PORT_NUM, 0, entries);
 	return 1;
 }
 
@@ -444,14 +494,22 @@ XS_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int 
 	return 0;
 }
 
+/* rdma-core's: IB and RoCE v1 read as one sysfs type, as does an empty
+ * slot */
 XS_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
 				 enum xs_gid_type_sysfs *type)
 {
-	if (port_num != XS_PORT_NUM || index != 0) {
-		errno = EINVAL;
+	struct ibv_gid_entry e;
+	int rc = EINVAL;
+
+	if (context && type)
+		rc = xs_gid_entry(context, port_num, index, &e);
+	if (rc && rc != ENODATA) {
+		errno = rc;
 		return -1;
 	}
-	*type = XS_GID_TYPE_SYSFS_IB_ROCE_V1;
+	*type = !rc && e.gid_type == IBV_GID_TYPE_ROCE_V2 ? XS_GID_TYPE_SYSFS_ROCE_V2 :
+							     XS_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

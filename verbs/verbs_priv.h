@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "verbs/xs_internal.h"
 #include "verbs/xs_transport.h"
@@ -24,6 +25,28 @@
  * (tools key their siw handling on it), and "xs" as the part. */
 #define XS_VENDOR_ID 0x626d74
 #define XS_VENDOR_PART_ID 0x7873
+
+/* The RoCE personality (verbs_roce_dev.c, xs_roce_dev.h): a second device
+ * on the same objects, an InfiniBand CA with an Ethernet port (as rxe);
+ * vendor "xsk", part "xr": neither rxe's nor siw's, so no tool applies
+ * another device's quirks to it. */
+#define XS_ROCE_DEVICE_NAME "xsock_roce0"
+#define XS_ROCE_VENDOR_ID 0x78736b
+#define XS_ROCE_VENDOR_PART_ID 0x7872
+#define XS_ROCE_GID_MAX 1024 /* slots of the GID table (rxe's RXE_PORT_GID_TBL_LEN) */
+#define XS_ROCE_MAX_MSG (1u << 31) /* the IBA's largest message */
+
+extern struct ibv_device xs_roce_device;
+/* Read the host's addresses again if the snapshot is a second old. */
+void xs_roce_refresh(void);
+/* Port 1's attributes (state, MTUs from the interfaces, gid_tbl_len). */
+void xs_roce_fill_port_attr(struct ibv_port_attr *a);
+/* GID slot idx of port 1: 0, EINVAL (idx >= XS_ROCE_GID_MAX), ENODATA
+ * (an empty slot: past the addresses the host has now). */
+int xs_roce_gid_entry(uint32_t idx, struct ibv_gid_entry *e);
+/* ibv_query_gid_table(3) of the device: the entries, or -EINVAL when more
+ * than max_entries (entry_size: the caller's, at least ours). */
+ssize_t xs_roce_gid_table(struct ibv_gid_entry *entries, size_t max_entries, size_t entry_size);
 
 struct xs_context {
 	struct verbs_context vctx; /* rdma-core layout; context is its last member */

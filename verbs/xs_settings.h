@@ -62,6 +62,8 @@ enum xs_kind { XS_KIND_BOOL, XS_KIND_UINT, XS_KIND_ENUM, XS_KIND_STR };
 	  "zero-copy send: auto, always (to measure it) or off")                                   \
 	X(EVENT_SPIN_US, UINT, "40", 0, 1000000, NULL, XS_BY_IWARP,                                \
 	  "ibv_get_cq_event receives this long before it sleeps")                                  \
+	X(TRANSPORT, ENUM, "iwarp", 0, 0, "iwarp|roce", XS_BY_BOTH,                                \
+	  "the device the CM binds to: xsock0 (iwarp) or xsock_roce0 (roce)")                     \
 	X(STAT, BOOL, "1", 0, 0, NULL, XS_BY_IWARP,                                                \
 	  "live counters for xsock-stat(1) in /dev/shm")                                         \
 	X(DEBUG, BOOL, "0", 0, 0, NULL, XS_BY_BOTH, "one line on stderr per refusal or error")    \
