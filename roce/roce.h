@@ -143,6 +143,24 @@ uint32_t roce_icrc_add(uint32_t crc, const void *p, size_t n);
 void roce_icrc_put(uint32_t icrc, uint8_t b[ROCE_ICRC_LEN]);
 uint32_t roce_icrc_get(const uint8_t b[ROCE_ICRC_LEN]);
 
+/* An IPv4 ICRC without the ID (roce_icrc_id.c): the ID that makes
+ * roce_icrc(ip, pkt, len) equal want is solved for (ID 0 tried first);
+ * true with ip->ip_id set, false if none does (IPv6: only the ICRC as it
+ * is).  The cache keeps the solver of a few lengths; the caller owns it
+ * (zeroed before first use, one user at a time). */
+#define ROCE_ICRC_IDC_SLOTS 8
+struct roce_icrc_idc {
+	uint32_t len;
+	uint8_t n;
+	uint32_t vec[16], piv[16];
+	uint16_t comb[16];
+};
+struct roce_icrc_idcache {
+	struct roce_icrc_idc slot[ROCE_ICRC_IDC_SLOTS];
+};
+bool roce_icrc_find_id(struct roce_icrc_idcache *cache, struct roce_ip *ip, const uint8_t *pkt,
+		       size_t len, uint32_t want);
+
 /* ---- a whole packet (roce_pkt.c) -------------------------------------------- */
 
 struct roce_pkt {

@@ -580,9 +580,39 @@ static void test_imm_order(void)
 	CHECK(len == 20 && roce_icrc_get(b + 16) == 0);
 }
 
+/* the IPv4 ID an ICRC was computed with is found again (roce_icrc_id.c) */
+static void test_icrc_find_id(void)
+{
+	struct roce_icrc_idcache cache;
+	uint8_t pkt[1100];
+	unsigned found = 0, escaped = 0;
+
+	memset(&cache, 0, sizeof(cache));
+	for (unsigned i = 0; i < sizeof(pkt); i++)
+		pkt[i] = (uint8_t)xs_rand64();
+	for (unsigned k = 0; k < 200; k++) {
+		struct roce_ip ip = { .src = { 10, 0, 3, 2 }, .dst = { 10, 0, 3, 1 },
+				      .sport = 0xc123, .dport = ROCE_UDP_PORT };
+		size_t len = 12 + (k % 3) * 500 + (k & 3) * 4;
+		uint16_t id = (uint16_t)xs_rand64();
+		uint32_t want;
+
+		ip.ip_id = id;
+		want = roce_icrc(&ip, pkt, len);
+		ip.ip_id = 0;
+		found += roce_icrc_find_id(&cache, &ip, pkt, len, want) && ip.ip_id == id;
+		pkt[len / 2] ^= 0x10; /* corrupted: must not pass (2^-16 may) */
+		escaped += roce_icrc_find_id(&cache, &ip, pkt, len, want);
+		pkt[len / 2] ^= 0x10;
+	}
+	CHECK_EQ_U(found, 200);
+	CHECK(escaped <= 1);
+}
+
 int main(void)
 {
 	xs_test_seed(4791);
+	test_icrc_find_id();
 	test_bth();
 	test_ext();
 	test_psn();

@@ -8,10 +8,36 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "verbs/verbs_qp_priv.h"
+#include "verbs/xs_roce.h"
+#include "verbs/xs_roce_dev.h"
 
-static uint32_t xs_qpn_next = 1;
+static uint32_t xs_qpn_next;
+static pid_t xs_qpn_pid;
+static pthread_mutex_t xs_qpn_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* QPNs start at a point hashed from the PID (again in a fork child):
+ * RoCE peers on one host address QPs by number (and rxe derives UDP ports
+ * from it), so two processes should not hand out the same ones.  0 and 1
+ * are never used (QP 1 is the GSI, where IB CM MADs go). */
+static uint32_t qpn_alloc(void)
+{
+	pid_t pid = getpid();
+	uint32_t n;
+
+	pthread_mutex_lock(&xs_qpn_mu);
+	if (xs_qpn_pid != pid) {
+		xs_qpn_pid = pid;
+		xs_qpn_next = (((uint32_t)pid * 2654435761u) >> 8) & 0xfff000;
+	}
+	pthread_mutex_unlock(&xs_qpn_mu);
+	do
+		n = __atomic_fetch_add(&xs_qpn_next, 1, __ATOMIC_RELAXED) & 0xffffff;
+	while (n < 2);
+	return n;
+}
 static int xs_nqp;
 
 struct xs_conn *xs_qp_conn(struct ibv_qp *qp)
@@ -82,9 +108,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q->qp.recv_cq = a->recv_cq;
 	q->qp.srq = a->srq;
 	q->qp.qp_type = IBV_QPT_RC;
-	do
-		q->qp.qp_num = __atomic_fetch_add(&xs_qpn_next, 1, __ATOMIC_RELAXED) & 0xffffff;
-	while (q->qp.qp_num == 0);
+	q->qp.qp_num = qpn_alloc();
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
 	pthread_mutex_init(&q->lock, NULL);
@@ -188,6 +212,8 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	 * that the caller may not destroy before this returns) */
 	if (ibqp->srq)
 		xs_srq_detach(ibqp->srq, ibqp);
+	if (q->roce_rtr) /* RTR, never bound */
+		xs_tp_roce.put(q->roce_rtr);
 	if (c) {
 		xs_cq_del_conn(ibqp->send_cq, c);
 		xs_cq_del_conn(ibqp->recv_cq, c);
@@ -268,10 +294,65 @@ static void qp_reset(struct xs_qp *q)
 	qp_rx_unlock(q, c);
 }
 
+/* ---- RoCE: connected by modify_qp (no CM) ---------------------------------- */
+
+/* INIT -> RTR of a RoCE QP: its connection, from the attributes the
+ * verbs spec requires there (q->lock held).  0 or an errno. */
+static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask)
+{
+	const int need = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	struct xs_roce_path p;
+	int rc;
+
+	if ((mask & need) != need || !attr->ah_attr.is_global || attr->path_mtu < IBV_MTU_256 ||
+	    attr->path_mtu > IBV_MTU_4096)
+		return EINVAL;
+	memset(&p, 0, sizeof(p));
+	if (xs_roce_gid_addr(attr->ah_attr.grh.sgid_index, &p.local) < 0)
+		return EINVAL;
+	xs_roce_gid_to_addr(&attr->ah_attr.grh.dgid, &p.peer);
+	p.qpn = q->qp.qp_num;
+	p.dest_qpn = attr->dest_qp_num;
+	p.rq_psn = attr->rq_psn;
+	p.mtu = 128u << attr->path_mtu;
+	p.flow_label = attr->ah_attr.grh.flow_label;
+	p.min_rnr_timer = attr->min_rnr_timer;
+	rc = xs_roce_conn_create(&p, &q->roce_rtr);
+	if (rc < 0)
+		xs_log("QP %u: RoCE connection to QP %u not made: %s", p.qpn, p.dest_qpn,
+		       strerror(-rc));
+	return -rc;
+}
+
+/* RTR -> RTS: the requester's attributes, then bind (xs_qp_attach takes
+ * the QP to RTS).  Without q->lock. */
+static int roce_rts(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
+		    struct xs_conn *c)
+{
+	struct xs_roce_req_attr a = {
+		.sq_psn = (mask & IBV_QP_SQ_PSN) ? attr->sq_psn : 0,
+		.timeout = q->attr.timeout,
+		.retry_cnt = q->attr.retry_cnt,
+		.rnr_retry = q->attr.rnr_retry,
+	};
+	struct xs_tp_params p;
+	int rc;
+
+	xs_qp_read_limits(&q->qp, &a.ird, &a.ord);
+	xs_roce_conn_rts(c, &a);
+	xs_roce_params(a.ird, a.ord, &p);
+	rc = xs_qp_attach(&q->qp, &xs_tp_roce, c, &p);
+	if (rc < 0)
+		xs_tp_roce.put(c);
+	return -rc;
+}
+
 XS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct xs_qp *q = to_xs_qp(ibqp);
 	enum ibv_qp_state cur, next;
+	struct xs_conn *roce_bind = NULL, *roce_drop = NULL;
 
 	pthread_mutex_lock(&q->lock);
 	cur = q->qp.state;
@@ -317,9 +398,30 @@ XS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 		q->ird_pref = attr->max_dest_rd_atomic;
 		q->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
 	}
+	if (xs_ctx_is_roce(ibqp->context)) {
+		if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
+			int rc = roce_rtr(q, attr, mask);
+
+			if (rc) {
+				pthread_mutex_unlock(&q->lock);
+				return rc;
+			}
+		} else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS && q->roce_rtr) {
+			roce_bind = q->roce_rtr; /* xs_qp_attach takes it to RTS */
+			q->roce_rtr = NULL;
+			next = cur;
+		} else if (next == IBV_QPS_ERR || next == IBV_QPS_RESET) {
+			roce_drop = q->roce_rtr;
+			q->roce_rtr = NULL;
+		}
+	}
 	if (next != IBV_QPS_ERR && next != IBV_QPS_RESET)
 		qp_set_state(q, next);
 	pthread_mutex_unlock(&q->lock);
+	if (roce_drop)
+		xs_tp_roce.put(roce_drop);
+	if (roce_bind)
+		return roce_rts(q, attr, mask, roce_bind);
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		qp_enter_error(q, false, NULL);
 	} else if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET) {

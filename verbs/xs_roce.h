@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The RoCEv2 transport (issue 17): an RC engine over UDP port 4791 under
+ * the transport interface (xs_transport.h), for QPs of the xsock_roce0
+ * device.  What verbs_qp.c calls; the engine's own contracts are in
+ * xs_roce_priv.h.
+ *
+ * A RoCE QP is connected by ibv_modify_qp without the CM: RTR makes the
+ * connection (its sockets; packets that come before RTS wait in them),
+ * RTS starts the requester and binds the QP (xs_qp_attach).  Any
+ * application thread, the QP's lock held; 0 or -errno. */
+#ifndef XS_ROCE_H
+#define XS_ROCE_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "verbs/xs_transport.h"
+
+struct xs_roce_path {
+	struct sockaddr_storage local, peer; /* IP addresses (ports ignored) */
+	uint32_t qpn, dest_qpn;
+	uint32_t rq_psn;
+	uint32_t mtu; /* path MTU in octets: 256 .. 4096 */
+	uint32_t flow_label; /* the AV's GRH flow label (0: from the QPNs) */
+	uint8_t min_rnr_timer;
+};
+
+struct xs_roce_req_attr {
+	uint32_t sq_psn;
+	uint8_t timeout; /* 4.096 us * 2^timeout; 0: the engine's default */
+	uint8_t retry_cnt, rnr_retry; /* 7: infinite */
+	uint16_t ird, ord; /* as the QP has them (tp->params) */
+};
+
+/* RTR: -EADDRNOTAVAIL (local address not ours), -EINVAL, -ENOMEM, or the
+ * socket calls' errors. */
+int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out);
+/* RTS: the requester's attributes (before tp->attach). */
+void xs_roce_conn_rts(struct xs_conn *c, const struct xs_roce_req_attr *a);
+/* The QP's parameters (ird/ord as the QP asked, ext: atomics and
+ * immediate data are native). */
+void xs_roce_params(uint16_t ird, uint16_t ord, struct xs_tp_params *p);
+
+/* The UDP source port of the packets the QP lqpn sends to rqpn: rxe's
+ * rdma_get_udp_sport (include/rdma/ib_verbs.h), symmetric in the QPNs. */
+uint16_t xs_roce_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
+
+extern const struct xs_transport_ops xs_tp_roce;
+
+#endif

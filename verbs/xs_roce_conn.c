@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* A RoCE connection: its two sockets (xs_roce_priv.h says why two), packet
+ * I/O, references, and the receive loop that hands each valid packet to
+ * the responder or the completer. */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "verbs/xs_roce_priv.h"
+
+__thread bool xr_in_rx;
+
+uint64_t xr_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* rdma_calc_flow_label + rdma_flow_label_to_udp_sport (Linux
+ * include/rdma/ib_verbs.h), which rxe_modify_qp uses for its QP's source
+ * port once an AV with a GRH is set. */
+uint16_t xs_roce_udp_sport(uint32_t fl, uint32_t lqpn, uint32_t rqpn)
+{
+	if (!fl) {
+		uint64_t v = (uint64_t)lqpn * rqpn;
+
+		v ^= v >> 20;
+		v ^= v >> 40;
+		fl = (uint32_t)(v & 0xfffff);
+	}
+	uint32_t lo = fl & 0x3fff, hi = fl & 0xfc000;
+
+	lo ^= hi >> 14;
+	return (uint16_t)(lo | ROCE_SPORT_BASE);
+}
+
+static void ip_fill(struct roce_ip *ip, const struct sockaddr_storage *src,
+		    const struct sockaddr_storage *dst, uint16_t sport, uint16_t dport)
+{
+	memset(ip, 0, sizeof(*ip));
+	ip->v6 = src->ss_family == AF_INET6;
+	if (ip->v6) {
+		memcpy(ip->src, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+		memcpy(ip->dst, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
+	} else {
+		memcpy(ip->src, &((const struct sockaddr_in *)src)->sin_addr, 4);
+		memcpy(ip->dst, &((const struct sockaddr_in *)dst)->sin_addr, 4);
+	}
+	ip->sport = sport;
+	ip->dport = dport;
+}
+
+static socklen_t with_port(struct sockaddr_storage *ss, const struct sockaddr_storage *a,
+			   uint16_t port)
+{
+	*ss = *a;
+	if (ss->ss_family == AF_INET6) {
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+		return sizeof(struct sockaddr_in6);
+	}
+	((struct sockaddr_in *)ss)->sin_port = htons(port);
+	return sizeof(struct sockaddr_in);
+}
+
+static bool same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+	       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+}
+
+static int udp_socket(const struct sockaddr_storage *local, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = with_port(&ss, local, port);
+	int one = 1, fd, big = 4 << 20;
+
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (fd < 0)
+		return -errno;
+	xs_fd_keep(fd);
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0) {
+		int e = -errno;
+
+		xs_fd_close(fd);
+		return e;
+	}
+	/* bursts of a window of packets; root may pass rmem_max */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	return fd;
+}
+
+static void conn_free(struct xs_roce_conn *x)
+{
+	if (x->rx_fd >= 0)
+		xs_fd_close(x->rx_fd);
+	if (x->tx_fd >= 0)
+		xs_fd_close(x->tx_fd);
+	xr_req_destroy(x);
+	free(x->rx_bufs);
+	pthread_mutex_destroy(&x->rx_mu);
+	pthread_mutex_destroy(&x->tx_mu);
+	pthread_cond_destroy(&x->tx_cv);
+	free(x);
+}
+
+int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
+{
+	struct xs_roce_conn *x;
+	struct sockaddr_storage peer;
+	socklen_t plen;
+	int rc, pmtu = IP_PMTUDISC_DO;
+
+	if ((p->local.ss_family != AF_INET && p->local.ss_family != AF_INET6) ||
+	    p->local.ss_family != p->peer.ss_family || p->mtu < 256 || p->mtu > 4096 ||
+	    (p->mtu & (p->mtu - 1)) || !p->dest_qpn || p->dest_qpn > ROCE_QPN_MASK)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	atomic_init(&x->refs, 1);
+	x->path = *p;
+	x->path.rq_psn &= ROCE_PSN_MASK;
+	x->rx_fd = x->tx_fd = -1;
+	x->cur_kind = -1;
+	x->epsn = x->path.rq_psn;
+	x->msn_recv = x->msn_rr = x->msn_aresp = 1; /* the QP's queues start at MSN 1 */
+	pthread_mutex_init(&x->rx_mu, NULL);
+	pthread_mutex_init(&x->tx_mu, NULL);
+	pthread_cond_init(&x->tx_cv, NULL);
+	/* Both ends of a pair compute the same port; two QPs of one host
+	 * talking to each other over one address would then have the same
+	 * 4-tuple both ways, so there the lower QPN keeps it and the other
+	 * end flips its lowest bit. */
+	x->sport = x->peer_sport = xs_roce_udp_sport(p->flow_label, p->qpn, p->dest_qpn);
+	if (same_ip(&p->local, &p->peer)) {
+		if (p->qpn < p->dest_qpn)
+			x->peer_sport ^= 1;
+		else
+			x->sport ^= 1;
+	}
+	ip_fill(&x->ip_tx, &p->local, &p->peer, x->sport, ROCE_UDP_PORT);
+	ip_fill(&x->ip_rx, &p->peer, &p->local, x->peer_sport, ROCE_UDP_PORT);
+	x->to_len = with_port(&x->to, &p->peer, ROCE_UDP_PORT);
+	rc = xr_req_init(x);
+	if (rc < 0)
+		goto fail;
+	x->rx_bufs = malloc((size_t)XR_RX_BUF * XR_BATCH);
+	if (!x->rx_bufs) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = x->rx_fd = udp_socket(&p->local, ROCE_UDP_PORT);
+	if (rc < 0)
+		goto fail;
+	plen = with_port(&peer, &p->peer, x->peer_sport);
+	if (connect(x->rx_fd, (struct sockaddr *)&peer, plen) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = x->tx_fd = udp_socket(&p->local, x->sport);
+	if (rc < 0)
+		goto fail;
+	rc = p->local.ss_family == AF_INET6
+		     ? setsockopt(x->tx_fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu))
+		     : setsockopt(x->tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	if (rc < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = xr_loop_add(x);
+	if (rc < 0)
+		goto fail;
+	xs_log("roce: QP %u -> %u sport %u peer sport %u mtu %u rq_psn %u", p->qpn,
+	       p->dest_qpn, x->sport, x->peer_sport, p->mtu, x->path.rq_psn);
+	*out = xr_conn(x);
+	return 0;
+fail:
+	conn_free(x);
+	return rc == -EADDRINUSE ? -EADDRNOTAVAIL : rc;
+}
+
+void xs_roce_conn_rts(struct xs_conn *c, const struct xs_roce_req_attr *a)
+{
+	struct xs_roce_conn *x = xr_of(c);
+	uint64_t us;
+
+	pthread_mutex_lock(&x->tx_mu);
+	x->psn_next = x->psn_una = a->sq_psn & ROCE_PSN_MASK;
+	/* IB: 4.096 us * 2^timeout; 0 waits forever there, a lossy UDP path
+	 * cannot, so it gets XR_DEFAULT_TIMEOUT_US */
+	us = a->timeout ? (4096ull << (a->timeout > 31 ? 31 : a->timeout)) / 1000u
+			: XR_DEFAULT_TIMEOUT_US;
+	x->rto_us = us < 1000 ? 1000 : us;
+	x->retry_cnt = x->retry_left = a->retry_cnt;
+	x->rnr_retry = x->rnr_left = a->rnr_retry;
+	x->rts = true;
+	xs_roce_params(a->ird, a->ord, &x->params);
+	pthread_mutex_unlock(&x->tx_mu);
+}
+
+void xr_hold(struct xs_roce_conn *x)
+{
+	atomic_fetch_add_explicit(&x->refs, 1, memory_order_relaxed);
+}
+
+void xr_put(struct xs_roce_conn *x)
+{
+	if (atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) == 1)
+		conn_free(x);
+}
+
+int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = sendto(x->tx_fd, pkt, len, MSG_NOSIGNAL, (struct sockaddr *)&x->to, x->to_len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		x->tx_err++;
+		if (errno == EMSGSIZE)
+			xs_log("roce: QP %u: %zu octets exceed the route's MTU", x->path.qpn, len);
+		return -errno;
+	}
+	return 0;
+}
+
+int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
+		uint32_t paylen)
+{
+	uint8_t buf[XR_PKT_MAX];
+	size_t hl, off;
+	uint32_t crc;
+
+	p->bth.pad = roce_pad(paylen);
+	p->bth.pkey = ROCE_PKEY_DEFAULT;
+	p->bth.dqpn = x->path.dest_qpn;
+	hl = roce_pkt_encode_hdrs(p, buf);
+	if (!hl || hl + paylen + 3 + ROCE_ICRC_LEN > sizeof(buf))
+		return -EINVAL;
+	off = hl;
+	for (int i = 0; i < cnt; i++) {
+		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	memset(buf + off, 0, p->bth.pad);
+	off += p->bth.pad;
+	crc = roce_icrc(&x->ip_tx, buf, off);
+	roce_icrc_put(crc, buf + off);
+	return xr_xmit(x, buf, off + ROCE_ICRC_LEN);
+}
+
+void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err)
+{
+	atomic_store(&x->dead, true);
+	pthread_mutex_lock(&x->tx_mu);
+	pthread_cond_broadcast(&x->tx_cv);
+	pthread_mutex_unlock(&x->tx_mu);
+	if (x->failed_up || !atomic_load(&x->attached))
+		return;
+	x->failed_up = true;
+	x->up->failed(x->qp, local, err);
+}
+
+static void rx_one(struct xs_roce_conn *x, const uint8_t *buf, size_t len)
+{
+	struct roce_pkt p;
+	/* IPv6: the whole ICRC; IPv4: after the parse, with the ID solved
+	 * for (a UDP socket does not see it; roce_icrc_find_id) */
+	enum roce_perr e = roce_pkt_parse(buf, len, x->ip_rx.v6 ? &x->ip_rx : NULL,
+					  ROCE_PKEY_DEFAULT, &p);
+
+	if (e == ROCE_OK && !x->ip_rx.v6 &&
+	    !roce_icrc_find_id(&x->icrc_ids, &x->ip_rx, buf, len - ROCE_ICRC_LEN,
+			       roce_icrc_get(buf + len - ROCE_ICRC_LEN)))
+		e = ROCE_E_ICRC;
+	if (e != ROCE_OK) {
+		x->rx_bad++;
+		xs_log("roce: QP %u: packet of %zu octets dropped: %s", x->path.qpn, len,
+		       roce_perr_str(e));
+		return;
+	}
+	if (p.bth.dqpn != x->path.qpn || (roce_ops[p.bth.opcode].flags & ROCE_F_UD)) {
+		x->rx_bad++;
+		xs_log("roce: QP %u: packet for QP %u (opcode 0x%02x) dropped", x->path.qpn,
+		       p.bth.dqpn, p.bth.opcode);
+		return;
+	}
+	if (roce_ops[p.bth.opcode].flags & ROCE_F_RESP)
+		xr_req_response(x, &p);
+	else
+		xr_resp_request(x, &p);
+}
+
+ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
+{
+	uint8_t (*bufs)[XR_RX_BUF] = (uint8_t (*)[XR_RX_BUF])x->rx_bufs;
+	struct mmsghdr m[XR_BATCH];
+	struct iovec iov[XR_BATCH];
+	ssize_t total = 0;
+	bool was = xr_in_rx;
+
+	xr_in_rx = true;
+	while (!x->failed_up && (size_t)total < budget) {
+		int n;
+
+		for (int i = 0; i < XR_BATCH; i++) {
+			iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
+			memset(&m[i], 0, sizeof(m[i]));
+			m[i].msg_hdr.msg_iov = &iov[i];
+			m[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(x->rx_fd, m, XR_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n && !x->failed_up; i++) {
+			if (m[i].msg_hdr.msg_flags & MSG_TRUNC)
+				continue;
+			rx_one(x, bufs[i], m[i].msg_len);
+		}
+		total += n;
+		if (!x->failed_up)
+			xr_resp_flush_ack(x);
+		if (n < XR_BATCH)
+			break;
+	}
+	xr_in_rx = was;
+	return total;
+}
+
+uint64_t xr_timers(struct xs_roce_conn *x, uint64_t now)
+{
+	return xr_req_timer(x, now);
+}

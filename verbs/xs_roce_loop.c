@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The RoCE engine thread: one io_uring with a multishot poll on each
+ * connection's receive socket and one on an eventfd that brings new and
+ * closing connections; between completions it runs the connections'
+ * retransmit and RNR timers.  Started with the first connection; it
+ * lives as long as the process (a fork child starts its own when it makes
+ * a connection). */
+#include "config.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "verbs/xs_roce_priv.h"
+
+#define XR_TAG_EVENT 1ull
+#define XR_TAG_REMOVE 2ull /* poll_remove completions: nothing to do */
+#define XR_IDLE_US 100000 /* no timer running: look again then */
+
+static struct {
+	pthread_mutex_t mu;
+	pid_t pid; /* the process the thread runs in (fork) */
+	int efd;
+	struct io_uring ring;
+	struct xs_roce_conn *conns; /* armed or to arm */
+} xr_loop = { .mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1 };
+
+static void arm(struct xs_roce_conn *x)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&xr_loop.ring);
+
+	if (!sqe) {
+		io_uring_submit(&xr_loop.ring);
+		sqe = io_uring_get_sqe(&xr_loop.ring);
+	}
+	io_uring_prep_poll_multishot(sqe, x->rx_fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)x);
+	x->armed = true;
+}
+
+static void arm_event(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&xr_loop.ring);
+
+	io_uring_prep_poll_multishot(sqe, xr_loop.efd, POLLIN);
+	io_uring_sqe_set_data64(sqe, XR_TAG_EVENT);
+}
+
+static void drain(struct xs_roce_conn *x)
+{
+	pthread_mutex_lock(&x->rx_mu);
+	if (atomic_load(&x->attached) && !atomic_load(&x->dead))
+		xr_rx_drain(x, SIZE_MAX);
+	pthread_mutex_unlock(&x->rx_mu);
+}
+
+/* Under xr_loop.mu: arm the new connections, drain the kicked ones,
+ * unlist the closing ones and cancel their polls (the poll's last
+ * completion drops the engine's reference; unarmed: dropped here). */
+static void take_commands(void)
+{
+	struct xs_roce_conn **pp = &xr_loop.conns, *x;
+
+	while ((x = *pp)) {
+		if (atomic_load(&x->closing)) {
+			*pp = x->next;
+			if (x->armed) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(&xr_loop.ring);
+
+				if (!sqe) {
+					io_uring_submit(&xr_loop.ring);
+					sqe = io_uring_get_sqe(&xr_loop.ring);
+				}
+				io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)x);
+				io_uring_sqe_set_data64(sqe, XR_TAG_REMOVE);
+			} else {
+				xr_put(x);
+			}
+			continue;
+		}
+		if (!x->armed)
+			arm(x);
+		if (atomic_exchange(&x->kick, false))
+			drain(x);
+		pp = &x->next;
+	}
+}
+
+static bool listed(struct xs_roce_conn *x)
+{
+	for (struct xs_roce_conn *y = xr_loop.conns; y; y = y->next)
+		if (y == x)
+			return true;
+	return false;
+}
+
+static void *loop_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		uint64_t now = xr_now_us(), next = now + XR_IDLE_US;
+		struct __kernel_timespec ts;
+		unsigned head, seen = 0;
+
+		pthread_mutex_lock(&xr_loop.mu);
+		take_commands();
+		for (struct xs_roce_conn *x = xr_loop.conns; x; x = x->next) {
+			uint64_t t = xr_timers(x, now);
+
+			if (t && t < next)
+				next = t;
+		}
+		pthread_mutex_unlock(&xr_loop.mu);
+		io_uring_submit(&xr_loop.ring);
+		now = xr_now_us();
+		next = next > now + 50 ? next - now : 50;
+		ts.tv_sec = (long long)(next / 1000000u);
+		ts.tv_nsec = (long long)(next % 1000000u) * 1000;
+		if (io_uring_wait_cqe_timeout(&xr_loop.ring, &cqe, &ts) < 0)
+			continue;
+		io_uring_for_each_cqe(&xr_loop.ring, head, cqe)
+		{
+			uint64_t tag = io_uring_cqe_get_data64(cqe);
+			bool more = cqe->flags & IORING_CQE_F_MORE;
+
+			seen++;
+			if (tag == XR_TAG_REMOVE)
+				continue;
+			if (tag == XR_TAG_EVENT) {
+				uint64_t v;
+
+				if (read(xr_loop.efd, &v, sizeof(v)) < 0) {
+					/* nothing: another wakeup took it */
+				}
+				if (!more)
+					arm_event();
+				continue;
+			}
+			struct xs_roce_conn *x = (struct xs_roce_conn *)(uintptr_t)tag;
+
+			pthread_mutex_lock(&xr_loop.mu);
+			bool on = listed(x);
+
+			if (!more)
+				x->armed = false;
+			pthread_mutex_unlock(&xr_loop.mu);
+			if (on && cqe->res > 0)
+				drain(x); /* before attach: waits in the socket (kick) */
+			if (!more && !on)
+				xr_put(x); /* the engine's reference */
+		}
+		io_uring_cq_advance(&xr_loop.ring, seen);
+	}
+	return NULL;
+}
+
+static int loop_start(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all, old;
+	int rc;
+
+	if (xr_loop.efd >= 0 && xr_loop.pid == getpid())
+		return 0;
+	/* a fork child: the parent's ring and thread are not ours */
+	xr_loop.conns = NULL;
+	xr_loop.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (xr_loop.efd < 0)
+		return -errno;
+	xs_fd_keep(xr_loop.efd);
+	rc = io_uring_queue_init(256, &xr_loop.ring, 0);
+	if (rc < 0) {
+		xs_fd_close(xr_loop.efd);
+		xr_loop.efd = -1;
+		return rc;
+	}
+	xs_fd_keep(xr_loop.ring.ring_fd);
+	arm_event();
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = -pthread_create(&t, &a, loop_main, NULL);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		io_uring_queue_exit(&xr_loop.ring);
+		xs_fd_close(xr_loop.efd);
+		xr_loop.efd = -1;
+		return rc;
+	}
+	xr_loop.pid = getpid();
+	return 0;
+}
+
+static void wake(void)
+{
+	uint64_t one = 1;
+
+	if (write(xr_loop.efd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the engine is awake anyway */
+	}
+}
+
+int xr_loop_add(struct xs_roce_conn *x)
+{
+	int rc;
+
+	pthread_mutex_lock(&xr_loop.mu);
+	rc = loop_start();
+	if (rc == 0) {
+		xr_hold(x); /* the engine's, dropped by the poll's last completion */
+		x->next = xr_loop.conns;
+		xr_loop.conns = x;
+		wake();
+	}
+	pthread_mutex_unlock(&xr_loop.mu);
+	return rc;
+}
+
+void xr_loop_remove(struct xs_roce_conn *x)
+{
+	atomic_store(&x->closing, true);
+	wake();
+}
+
+void xr_loop_kick(struct xs_roce_conn *x)
+{
+	atomic_store(&x->kick, true);
+	wake();
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* What the RoCE engine's files share (nothing here leaves libiwarp):
+ *
+ *   xs_roce_conn.c   the connection: sockets, packet I/O, references,
+ *                    receive (engine thread or a polling thread), timers
+ *   xs_roce_loop.c   the engine thread: one io_uring, a poll per socket
+ *   xs_roce_req.c    requester and completer: segmentation at the path
+ *                    MTU, PSNs, AckReq, the retransmit ring, go-back-N,
+ *                    RNR back-off, Read Responses and Atomic ACKs
+ *   xs_roce_resp.c   responder: PSN checks, duplicates, NAKs, placement
+ *                    of Sends/Writes, Read and Atomic execution
+ *   xs_tp_roce.c     the transport ops table
+ *
+ * Sockets.  rxe sends every packet to UDP 4791 from a source port that
+ * both ends of a QP pair compute alike (xs_roce_udp_sport).  Each
+ * connection has a receive socket bound to local:4791 with SO_REUSEPORT
+ * and connected to peer:that port, so the kernel hands it exactly its
+ * peer QP's packets, whatever process owns it (two processes share 4791
+ * this way; a connected socket beats the unconnected ones of a reuseport
+ * group).  It sends from an unconnected socket bound to local:sport with
+ * IP_PMTUDISC_DO, so that every IPv4 datagram has DF set and
+ * Identification 0, as the ICRC assumes (roce.h).
+ *
+ * Threads and locks.  rx_mu: the receive side (responder state and
+ * placement into the QP's queues, the completer); the engine thread or a
+ * thread polling a CQ holds it while it receives, post_recv while it
+ * appends.  tx_mu: the requester (PSNs, the retransmit ring, timers); the
+ * posting thread holds it while it sends, the completer under rx_mu.
+ * Order: rx_mu before tx_mu.  A poster that waits for room drops tx_mu
+ * and receives itself (trylock of rx_mu) or sleeps on tx_cv. */
+#ifndef XS_ROCE_PRIV_H
+#define XS_ROCE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "ddp/ddp.h"
+#include "roce/roce.h"
+#include "verbs/xs_roce.h"
+
+#pragma GCC visibility push(hidden)
+
+#define XR_WINDOW 128 /* PSNs in flight (rxe's requester window) */
+#define XR_RING 256 /* retransmit slots (power of 2) */
+#define XR_ACKREQ_EVERY 32 /* AckReq at least every this many packets */
+#define XR_ATOMIC_REPLAY 16 /* Atomic results kept for duplicates */
+#define XR_BATCH 32 /* packets per recvmmsg */
+#define XR_PKT_MAX (ROCE_MAX_HDR_LEN + 4096 + 3 + ROCE_ICRC_LEN)
+#define XR_RX_BUF (XR_PKT_MAX + 64) /* one datagram (larger: MSG_TRUNC) */
+#define XR_DEFAULT_TIMEOUT_US 500000 /* timeout 0 (infinite in IB): 0.5 s */
+
+enum xr_kind { XR_SEND, XR_WRITE, XR_READ, XR_ATOMIC };
+
+/* One packet in flight (requester).  A Read keeps its request to rebuild
+ * it from the first response still missing. */
+struct xr_slot {
+	uint32_t psn; /* first PSN */
+	uint32_t npsn; /* PSNs it takes (a Read: its response packets) */
+	uint8_t kind; /* enum xr_kind */
+	bool last; /* the last packet of its message */
+	uint16_t len; /* octets in pkt */
+	uint8_t *pkt; /* XR_PKT_MAX octets, the UDP payload as sent */
+	struct xs_tp_read rd; /* XR_READ */
+	uint32_t rd_got; /* response packets placed */
+	uint32_t req_id; /* XR_ATOMIC */
+};
+
+struct xr_atomic_done {
+	uint32_t psn;
+	bool valid;
+	uint64_t orig;
+};
+
+struct xs_roce_conn {
+	atomic_int refs;
+	struct xs_roce_path path;
+	uint16_t sport, peer_sport;
+	struct sockaddr_storage to; /* peer:4791 */
+	socklen_t to_len;
+	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
+	int rx_fd, tx_fd;
+	atomic_bool dead; /* failed or disconnected: nothing more goes out */
+	atomic_bool attached;
+	atomic_bool closing; /* put: the engine unlists it and drops its reference */
+	atomic_bool kick; /* attached: the engine drains what came before */
+	bool armed; /* engine thread: its poll is armed */
+	struct xs_roce_conn *next; /* the engine's list (xr_loop_mu) */
+
+	/* the QP above (set at attach, under rx_mu) */
+	const struct xs_conn_ops *up;
+	void *qp;
+	struct ddp_rx ddp; /* the QP's queues, QN 0 recv, 1 Read/Atomic Requests, 3 Atomic Resp */
+	struct ddp_queue *q_recv, *q_rr, *q_aresp;
+	struct xs_tp_params params;
+
+	/* ---- responder, under rx_mu ---- */
+	pthread_mutex_t rx_mu;
+	uint32_t epsn; /* expected PSN */
+	uint32_t msn; /* AETH MSN: requests completed */
+	bool nak_seq_sent; /* one NAK per gap (go-back-N: then silence) */
+	bool ack_due; /* an AckReq packet was taken: ACK after the batch */
+	uint32_t ack_psn;
+	int cur_kind; /* -1 none, XR_SEND or XR_WRITE: a message in progress */
+	uint32_t cur_mo; /* Send: octets placed so far */
+	uint64_t cur_va; /* Write: where the next packet goes */
+	uint32_t cur_rkey, cur_left;
+	uint32_t msn_recv, msn_rr, msn_aresp; /* DDP MSNs of the QP's queues */
+	uint32_t cur_req_psn; /* the request the QP is executing (upcall) */
+	struct xr_atomic_done adone[XR_ATOMIC_REPLAY];
+	unsigned adone_next;
+	bool failed_up; /* failed was called (no upcall follows) */
+
+	/* ---- requester, under tx_mu ---- */
+	pthread_mutex_t tx_mu;
+	pthread_cond_t tx_cv;
+	bool rts;
+	uint32_t psn_next; /* the next PSN to use */
+	uint32_t psn_una; /* the oldest PSN not yet acknowledged */
+	unsigned ring_head, ring_count; /* oldest slot, slots in use */
+	struct xr_slot ring[XR_RING];
+	uint8_t *ring_mem;
+	unsigned since_ackreq;
+	uint64_t rto_us; /* retransmit timeout */
+	uint64_t rto_at; /* monotonic us; 0: no timer */
+	uint64_t rnr_at; /* an RNR back-off ends then (0: none) */
+	uint8_t retry_left, rnr_left; /* 7: infinite */
+	uint8_t retry_cnt, rnr_retry;
+	bool rd_nak_sent; /* a Read Response gap was answered once */
+	uint64_t tx_err; /* packets the kernel refused */
+
+	uint8_t *rx_bufs; /* XR_BATCH * XR_RX_BUF, for the rx_mu holder */
+	struct roce_icrc_idcache icrc_ids; /* rx_mu */
+	uint64_t rx_bad; /* packets dropped: invalid, or not for this QP */
+};
+
+static inline struct xs_roce_conn *xr_of(struct xs_conn *c)
+{
+	return (struct xs_roce_conn *)(void *)c;
+}
+static inline struct xs_conn *xr_conn(struct xs_roce_conn *x)
+{
+	return (struct xs_conn *)(void *)x;
+}
+
+/* ---- xs_roce_conn.c ---- */
+/* this thread is receiving (xr_rx_drain): a post from an upcall must not
+ * wait for ACKs that only this thread would read */
+extern __thread bool xr_in_rx;
+uint64_t xr_now_us(void);
+void xr_hold(struct xs_roce_conn *x);
+void xr_put(struct xs_roce_conn *x);
+/* Send one packet (any thread): 0, or -errno (counted; the timer
+ * retransmits what was lost). */
+int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len);
+/* Build and send a packet without keeping it (ACK, NAK, responses). */
+int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
+		uint32_t paylen);
+/* Receive what is waiting on x's socket (rx_mu held): packets handled. */
+ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget);
+/* Fail the connection: the QP's failed upcall once (rx_mu held, or the
+ * caller knows no receive runs). */
+void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err);
+/* Timers (engine thread): the next deadline in us, 0 for none. */
+uint64_t xr_timers(struct xs_roce_conn *x, uint64_t now);
+
+/* ---- xs_roce_loop.c ---- */
+/* add: starts the thread with the first; the engine holds a reference
+ * until its poll is gone.  remove (any thread, any lock: a flag and a
+ * wakeup): unlist x and drop that reference.  kick: drain x soon. */
+int xr_loop_add(struct xs_roce_conn *x);
+void xr_loop_remove(struct xs_roce_conn *x);
+void xr_loop_kick(struct xs_roce_conn *x);
+
+/* ---- xs_roce_req.c ---- */
+int xr_req_init(struct xs_roce_conn *x);
+void xr_req_destroy(struct xs_roce_conn *x);
+int xr_req_send(struct xs_roce_conn *x, unsigned flags, uint32_t inv, uint32_t imm,
+		const struct iovec *iov, int cnt);
+int xr_req_write(struct xs_roce_conn *x, unsigned flags, uint32_t rkey, uint64_t va,
+		 uint32_t imm, const struct iovec *iov, int cnt);
+int xr_req_read(struct xs_roce_conn *x, const struct xs_tp_read *r);
+int xr_req_atomic(struct xs_roce_conn *x, const struct xs_tp_atomic *a);
+/* the completer: a packet the peer's responder sent (rx_mu held) */
+void xr_req_response(struct xs_roce_conn *x, const struct roce_pkt *p);
+/* the retransmit and RNR timers (tx_mu not held): next deadline or 0 */
+uint64_t xr_req_timer(struct xs_roce_conn *x, uint64_t now);
+
+/* ---- xs_roce_resp.c ---- */
+/* a request packet (rx_mu held) */
+void xr_resp_request(struct xs_roce_conn *x, const struct roce_pkt *p);
+/* after a batch: the ACK it owes (rx_mu held) */
+void xr_resp_flush_ack(struct xs_roce_conn *x);
+int xr_resp_read(struct xs_roce_conn *x, uint32_t psn, const uint8_t *src, uint32_t len);
+int xr_resp_atomic(struct xs_roce_conn *x, uint32_t psn, uint64_t orig);
+int xr_resp_nak(struct xs_roce_conn *x, const struct rdmap_term *t);
+
+#pragma GCC visibility pop
+
+#endif
