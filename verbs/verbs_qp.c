@@ -212,8 +212,6 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	 * that the caller may not destroy before this returns) */
 	if (ibqp->srq)
 		xs_srq_detach(ibqp->srq, ibqp);
-	if (q->roce_rtr) /* RTR, never bound */
-		xs_tp_roce.put(q->roce_rtr);
 	if (c) {
 		xs_cq_del_conn(ibqp->send_cq, c);
 		xs_cq_del_conn(ibqp->recv_cq, c);
@@ -296,9 +294,13 @@ static void qp_reset(struct xs_qp *q)
 
 /* ---- RoCE: connected by modify_qp (no CM) ---------------------------------- */
 
+static int qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct xs_conn *c,
+		     const struct xs_tp_params *p, enum ibv_qp_state to);
+
 /* INIT -> RTR of a RoCE QP: its connection, from the attributes the
  * verbs spec requires there (q->lock held).  0 or an errno. */
-static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask)
+static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
+		    struct xs_conn **out)
 {
 	const int need = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -318,41 +320,59 @@ static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask)
 	p.mtu = 128u << attr->path_mtu;
 	p.flow_label = attr->ah_attr.grh.flow_label;
 	p.min_rnr_timer = attr->min_rnr_timer;
-	rc = xs_roce_conn_create(&p, &q->roce_rtr);
+	rc = xs_roce_conn_create(&p, out);
 	if (rc < 0)
 		xs_log("QP %u: RoCE connection to QP %u not made: %s", p.qpn, p.dest_qpn,
 		       strerror(-rc));
 	return -rc;
 }
 
-/* RTR -> RTS: the requester's attributes, then bind (xs_qp_attach takes
- * the QP to RTS).  Without q->lock. */
-static int roce_rts(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
-		    struct xs_conn *c)
+/* After INIT -> RTR (without q->lock): bind the connection; the QP
+ * receives from now on and stays in RTR.  ORD and IRD as the QP has them
+ * now; RTS may lower the ORD. */
+static int roce_bind(struct xs_qp *q, struct xs_conn *c)
+{
+	struct xs_tp_params p;
+	uint16_t ird, ord;
+	int rc;
+
+	xs_qp_read_limits(&q->qp, &ird, &ord);
+	xs_roce_params(ird, ord, &p);
+	rc = qp_attach(&q->qp, &xs_tp_roce, c, &p, IBV_QPS_RTR);
+	if (rc < 0) {
+		xs_tp_roce.put(c);
+		pthread_mutex_lock(&q->lock);
+		if (q->qp.state == IBV_QPS_RTR)
+			qp_set_state(q, IBV_QPS_INIT);
+		pthread_mutex_unlock(&q->lock);
+	}
+	return -rc;
+}
+
+/* RTR -> RTS (q->lock held): start the requester. */
+static void roce_rts(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask)
 {
 	struct xs_roce_req_attr a = {
 		.sq_psn = (mask & IBV_QP_SQ_PSN) ? attr->sq_psn : 0,
 		.timeout = q->attr.timeout,
 		.retry_cnt = q->attr.retry_cnt,
 		.rnr_retry = q->attr.rnr_retry,
+		.ird = q->ird_pref < XS_MAX_IRD ? q->ird_pref : XS_MAX_IRD,
+		.ord = q->ord_pref < XS_MAX_ORD ? q->ord_pref : XS_MAX_ORD,
 	};
-	struct xs_tp_params p;
-	int rc;
 
-	xs_qp_read_limits(&q->qp, &a.ird, &a.ord);
-	xs_roce_conn_rts(c, &a);
-	xs_roce_params(a.ird, a.ord, &p);
-	rc = xs_qp_attach(&q->qp, &xs_tp_roce, c, &p);
-	if (rc < 0)
-		xs_tp_roce.put(c);
-	return -rc;
+	pthread_mutex_lock(&q->rd_lock);
+	if (a.ord && a.ord < q->ord)
+		q->ord = a.ord; /* the Reads and Atomics the peer's IRD takes */
+	pthread_mutex_unlock(&q->rd_lock);
+	xs_roce_conn_rts(qp_conn(q), &a);
 }
 
 XS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct xs_qp *q = to_xs_qp(ibqp);
 	enum ibv_qp_state cur, next;
-	struct xs_conn *roce_bind = NULL, *roce_drop = NULL;
+	struct xs_conn *roce_new = NULL;
 
 	pthread_mutex_lock(&q->lock);
 	cur = q->qp.state;
@@ -400,28 +420,21 @@ XS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 	}
 	if (xs_ctx_is_roce(ibqp->context)) {
 		if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
-			int rc = roce_rtr(q, attr, mask);
+			int rc = roce_rtr(q, attr, mask, &roce_new);
 
 			if (rc) {
 				pthread_mutex_unlock(&q->lock);
 				return rc;
 			}
-		} else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS && q->roce_rtr) {
-			roce_bind = q->roce_rtr; /* xs_qp_attach takes it to RTS */
-			q->roce_rtr = NULL;
-			next = cur;
-		} else if (next == IBV_QPS_ERR || next == IBV_QPS_RESET) {
-			roce_drop = q->roce_rtr;
-			q->roce_rtr = NULL;
+		} else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS && qp_conn(q)) {
+			roce_rts(q, attr, mask);
 		}
 	}
 	if (next != IBV_QPS_ERR && next != IBV_QPS_RESET)
 		qp_set_state(q, next);
 	pthread_mutex_unlock(&q->lock);
-	if (roce_drop)
-		xs_tp_roce.put(roce_drop);
-	if (roce_bind)
-		return roce_rts(q, attr, mask, roce_bind);
+	if (roce_new)
+		return roce_bind(q, roce_new);
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		qp_enter_error(q, false, NULL);
 	} else if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET) {
@@ -475,8 +488,10 @@ int xs_qp_bind_conn(struct ibv_qp *ibqp, struct xs_conn *c, const struct mpa_agr
 	return xs_qp_attach(ibqp, &xs_tp_iwarp, c, &p);
 }
 
-int xs_qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct xs_conn *c,
-		 const struct xs_tp_params *p)
+/* Bind and move to `to` (RTS; a RoCE QP: RTR, its responder works
+ * before its requester). */
+static int qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct xs_conn *c,
+		     const struct xs_tp_params *p, enum ibv_qp_state to)
 {
 	struct xs_qp *q = to_xs_qp(ibqp);
 	enum ibv_qp_state st = qp_state(q);
@@ -564,13 +579,19 @@ int xs_qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct 
 	/* Attached: the QP owns the connection from here on, even if the
 	 * stream already failed (the close then arrives as DISCONNECTED). */
 	if (q->qp.state != IBV_QPS_ERR)
-		qp_set_state(q, IBV_QPS_RTS);
+		qp_set_state(q, to);
 	pthread_mutex_unlock(&q->lock);
 	return 0;
 nomem:
 	free(q->ird_bufs);
 	q->ird_bufs = NULL;
 	return -ENOMEM;
+}
+
+int xs_qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct xs_conn *c,
+		 const struct xs_tp_params *p)
+{
+	return qp_attach(ibqp, tp, c, p, IBV_QPS_RTS);
 }
 
 void xs_qp_flush(struct ibv_qp *ibqp)

@@ -90,8 +90,6 @@ struct xs_qp {
 	 * store of conn publishes it), never changed after */
 	const struct xs_transport_ops *tp;
 	struct xs_conn *conn; /* set by bind (atomic) */
-	/* a RoCE QP between RTR (connection made) and RTS (bound); q->lock */
-	struct xs_conn *roce_rtr;
 	bool conn_dead; /* failed upcall seen: the engine places nothing more */
 	bool fatal_sent; /* IBV_EVENT_QP_FATAL went out (atomic) */
 

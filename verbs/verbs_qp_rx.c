@@ -301,7 +301,8 @@ static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 	uint8_t *src = NULL;
 	int rc;
 
-	if (qp_state(q) != IBV_QPS_RTS && qp_state(q) != IBV_QPS_SQD)
+	/* RTR answers too: a RoCE QP's responder works before its requester */
+	if (qp_state(q) != IBV_QPS_RTS && qp_state(q) != IBV_QPS_SQD && qp_state(q) != IBV_QPS_RTR)
 		return; /* in error: the stream is going away */
 	if ((d->rsvdulp & RDMAP_OPCODE_MASK) == RDMAP_OP_ATOMIC_REQ) {
 		deliver_atomic_req(q, d);

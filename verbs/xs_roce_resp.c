@@ -66,6 +66,7 @@ static bool no_buffer(const struct xs_err *e)
 
 static void rnr(struct xs_roce_conn *x, const struct roce_pkt *p)
 {
+	xs_log("roce: QP %u: PSN %u: no receive posted: RNR NAK", x->path.qpn, p->bth.psn);
 	xr_resp_flush_ack(x);
 	send_aeth(x, ROCE_AETH_RNR_NAK | (x->path.min_rnr_timer & ROCE_AETH_VALUE_MASK),
 		  p->bth.psn);
@@ -270,6 +271,8 @@ void xr_resp_request(struct xs_roce_conn *x, const struct roce_pkt *p)
 
 	if (d > 0) { /* a gap: say so once, then drop until it fills */
 		if (!x->nak_seq_sent) {
+			xs_log("roce: QP %u: PSN %u while %u expected: NAK sequence", x->path.qpn,
+			       p->bth.psn, x->epsn);
 			x->nak_seq_sent = true;
 			xr_resp_flush_ack(x);
 			send_aeth(x, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ, x->epsn);
