@@ -244,6 +244,43 @@ int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len)
 	return 0;
 }
 
+void xr_xmit_flush(struct xs_roce_conn *x)
+{
+	struct mmsghdr m[XR_TX_BATCH];
+	struct iovec iov[XR_TX_BATCH];
+	unsigned n = x->tx_batch_n, done = 0;
+
+	x->tx_batch_n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ x->tx_batch[i]->pkt, x->tx_batch[i]->len };
+		m[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &x->to, .msg_namelen = x->to_len,
+						      .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	}
+	while (done < n) {
+		int k = sendmmsg(x->tx_fd, m + done, n - done, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			/* this one is lost (the retransmit timer sends it again) */
+			x->tx_err++;
+			if (errno == EMSGSIZE)
+				xs_log("roce: QP %u: %zu octets exceed the route's MTU", x->path.qpn,
+				       iov[done].iov_len);
+			done++;
+			continue;
+		}
+		done += (unsigned)k;
+	}
+}
+
+void xr_xmit_queue(struct xs_roce_conn *x, struct xr_slot *s)
+{
+	x->tx_batch[x->tx_batch_n++] = s;
+	if (x->tx_batch_n == XR_TX_BATCH)
+		xr_xmit_flush(x);
+}
+
 int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
 		uint32_t paylen)
 {

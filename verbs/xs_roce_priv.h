@@ -48,6 +48,7 @@
 #define XR_ACKREQ_EVERY 32 /* AckReq at least every this many packets */
 #define XR_ATOMIC_REPLAY 16 /* Atomic results kept for duplicates */
 #define XR_BATCH 32 /* packets per recvmmsg */
+#define XR_TX_BATCH 64 /* packets per sendmmsg */
 #define XR_PKT_MAX (ROCE_MAX_HDR_LEN + 4096 + 3 + ROCE_ICRC_LEN)
 #define XR_RX_BUF (XR_PKT_MAX + 64) /* one datagram (larger: MSG_TRUNC) */
 #define XR_DEFAULT_TIMEOUT_US 500000 /* timeout 0 (infinite in IB): 0.5 s */
@@ -130,6 +131,10 @@ struct xs_roce_conn {
 	uint8_t retry_cnt, rnr_retry;
 	bool rd_nak_sent; /* a Read Response gap was answered once */
 	uint64_t tx_err; /* packets the kernel refused */
+	/* ring slots built but not yet handed to the kernel: one sendmmsg
+	 * per XR_TX_BATCH (tx_mu) */
+	unsigned tx_batch_n;
+	struct xr_slot *tx_batch[XR_TX_BATCH];
 
 	uint8_t *rx_bufs; /* XR_BATCH * XR_RX_BUF, for the rx_mu holder */
 	struct roce_icrc_idcache icrc_ids; /* rx_mu */
@@ -155,6 +160,10 @@ void xr_put(struct xs_roce_conn *x);
 /* Send one packet (any thread): 0, or -errno (counted; the timer
  * retransmits what was lost). */
 int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len);
+/* Queue ring slot s for the next xr_xmit_flush (tx_mu held); flushes
+ * when the batch is full. */
+void xr_xmit_queue(struct xs_roce_conn *x, struct xr_slot *s);
+void xr_xmit_flush(struct xs_roce_conn *x);
 /* Build and send a packet without keeping it (ACK, NAK, responses). */
 int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
 		uint32_t paylen);

@@ -72,6 +72,7 @@ static int wait_room(struct xs_roce_conn *x, uint32_t n)
 			return 0;
 		if (xr_in_rx)
 			return -ENOBUFS;
+		xr_xmit_flush(x);
 		pthread_mutex_unlock(&x->tx_mu);
 		if (pthread_mutex_trylock(&x->rx_mu) == 0) {
 			if (atomic_load(&x->attached)) {
@@ -150,7 +151,7 @@ static struct xr_slot *emit(struct xs_roce_conn *x, struct roce_pkt *p, const st
 	x->psn_next = roce_psn_add(x->psn_next, npsn);
 	if (!x->rto_at && !x->rnr_at)
 		x->rto_at = xr_now_us() + x->rto_us;
-	xr_xmit(x, s->pkt, s->len);
+	xr_xmit_queue(x, s);
 	return s;
 }
 
@@ -210,6 +211,7 @@ static int req_message(struct xs_roce_conn *x, bool write, unsigned flags, uint3
 		p.imm = imm;
 		emit(x, &p, iov, cnt, (size_t)i * mtu, len, write ? XR_WRITE : XR_SEND, 1);
 	}
+	xr_xmit_flush(x);
 	pthread_mutex_unlock(&x->tx_mu);
 	return rc;
 }
@@ -235,8 +237,10 @@ int xr_req_read(struct xs_roce_conn *x, const struct xs_tp_read *r)
 	p.reth = (struct roce_reth){ r->src_to, r->src_stag, r->len };
 	pthread_mutex_lock(&x->tx_mu);
 	rc = wait_room(x, n);
-	if (rc == 0)
+	if (rc == 0) {
 		emit(x, &p, NULL, 0, 0, 0, XR_READ, n)->rd = *r;
+		xr_xmit_flush(x);
+	}
 	pthread_mutex_unlock(&x->tx_mu);
 	return rc;
 }
@@ -253,8 +257,10 @@ int xr_req_atomic(struct xs_roce_conn *x, const struct xs_tp_atomic *a)
 				      a->cmp_swap ? a->compare_add : 0 };
 	pthread_mutex_lock(&x->tx_mu);
 	rc = wait_room(x, 1);
-	if (rc == 0)
+	if (rc == 0) {
 		emit(x, &p, NULL, 0, 0, 0, XR_ATOMIC, 1)->req_id = a->req_id;
+		xr_xmit_flush(x);
+	}
 	pthread_mutex_unlock(&x->tx_mu);
 	return rc;
 }
@@ -265,6 +271,7 @@ int xr_req_atomic(struct xs_roce_conn *x, const struct xs_tp_atomic *a)
  * response, with the request shortened to match. */
 static void go_back(struct xs_roce_conn *x)
 {
+	xr_xmit_flush(x); /* what is queued goes first, in PSN order */
 	for (unsigned i = 0; i < x->ring_count; i++) {
 		struct xr_slot *s = slot_at(x, i);
 
@@ -275,11 +282,13 @@ static void go_back(struct xs_roce_conn *x)
 			p.bth.psn = roce_psn_add(s->psn, s->rd_got);
 			p.reth = (struct roce_reth){ s->rd.src_to + done, s->rd.src_stag,
 						     (uint32_t)(s->rd.len - done) };
+			xr_xmit_flush(x);
 			xr_xmit_pkt(x, &p, NULL, 0, 0);
 			continue;
 		}
-		xr_xmit(x, s->pkt, s->len);
+		xr_xmit_queue(x, s);
 	}
+	xr_xmit_flush(x);
 	x->rto_at = x->ring_count ? xr_now_us() + x->rto_us : 0;
 }
 
