@@ -110,6 +110,11 @@ do_start() {
         fail "no guest in $cache: run tests/interop/guest-prepare.sh"
     command -v qemu-system-x86_64 > /dev/null || fail "qemu-system-x86_64 missing: run guest-prepare.sh"
     alive && fail "guest '$name' already runs (guest.sh stop --name $name)"
+    if [ $tap = 1 ]; then
+        command -v ip > /dev/null || fail "--tap needs ip (iproute2)"
+        [ -c /dev/net/tun ] || fail "--tap needs /dev/net/tun"
+        tap_sweep
+    fi
     rm -rf "$run"; mkdir -p "$run/state" "$run/job"
     local hostfwd="" f
     for f in "${fwd[@]}"; do hostfwd+=",hostfwd=tcp:127.0.0.1:${f%%:*}-10.0.2.15:${f#*:}"; done
@@ -128,9 +133,6 @@ do_start() {
                               -device virtio-9p-pci,fsdev=hs,mount_tag=host)
     local tn=""
     if [ $tap = 1 ]; then
-        command -v ip > /dev/null || fail "--tap needs ip (iproute2)"
-        [ -c /dev/net/tun ] || fail "--tap needs /dev/net/tun"
-        tap_sweep
         tn=$(tapname)
         echo "$tn" > "$run/tap"
         # eth1 in the guest; the guest finds it by this MAC

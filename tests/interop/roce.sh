@@ -222,12 +222,21 @@ run_cell() { # run_cell NAME DIR TOOL SIZES
              -e ip.src -e infiniband.bth.opcode 2>/dev/null |
              awk -v g="$gaddr" "$opnames"'{ k = ($1 == g ? "rxe" : "xsock") ":" (($2 + 0) in name ? name[$2 + 0] : $2); c[k]++ }
                  END { for (k in c) printf "%s=%d\n", k, c[k] }' | sort | tr '\n' ' ')
-    { echo "## capture: $npk RoCE packets, $mal malformed/error, $bad bad ICRC"
+    # NAKs (AETH syndrome 011xxxxx) and RNR NAKs (001xxxxx) by sender: not
+    # failures (a retransmission can follow a loss), but worth seeing
+    local naks
+    naks=$(tshark -n -r "$pcap" --disable-protocol rpcordma -Y infiniband.aeth -T fields \
+           -e ip.src -e infiniband.aeth.syndrome 2>/dev/null |
+           awk -v g="$gaddr" '{ s = int($2 / 32); w = ($1 == g ? "rxe" : "xsock")
+                                if (s == 3) n[w " NAK"]++; else if (s == 1) n[w " RNR-NAK"]++ }
+                              END { for (k in n) printf "%s x%d, ", k, n[k] }')
+    [ -n "$naks" ] && note="$note${note:+; }${naks%, }"
+    { echo "## capture: $npk RoCE packets, $mal malformed/error, $bad bad ICRC, ${naks:-no NAKs}"
       echo "## opcodes: $counts"; } >> "$log"
     [ "$mal" = 0 ] || { ok=0; note="$note${note:+; }tshark: $mal malformed/error packets"; }
     [ "$bad" = 0 ] || { ok=0; note="$note${note:+; }$bad bad ICRCs"; }
     if [ $loop = 0 ] && [ "$npk" = 0 ]; then ok=0; note="$note${note:+; }no RoCE packet on the tap"; fi
-    [ $ok = 1 ] && note="$res; $npk packets: $counts"
+    [ $ok = 1 ] && note="$res; $npk packets: $counts${note:+; $note}"
     local r=PASS
     if [ $ok = 1 ]; then npass=$((npass + 1)); else r=FAIL; nfail=$((nfail + 1)); fi
     printf 'roce: %-16s %-4s %3ss  %s\n' "$cn" "$r" "$(( $(date +%s) - t0 ))" "$note"

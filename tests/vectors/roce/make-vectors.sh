@@ -25,7 +25,12 @@ done
 [ "$(id -u)" = 0 ] || { echo "make-vectors: needs root" >&2; exit 2; }
 work=$(mktemp -d /tmp/xsock-roce-vec.XXXXXX)
 name=vec-$$
-cleanup() { "$g" stop --name "$name"; [ -n "$keep" ] && cp "$work"/*.pcap "$keep"/ 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+    "$g" stop --name "$name"
+    rm -rf "${XS_INTEROP_CACHE:-/var/cache/xsock-interop}/run/$name"
+    [ -n "$keep" ] && cp "$work"/*.pcap "$keep"/ 2>/dev/null
+    rm -rf "$work"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 "$g" start --name "$name" --rxe --lifetime 900 || exit 1
