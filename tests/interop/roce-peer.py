@@ -19,7 +19,18 @@ sequence error), dup (an old Send again: rxe re-ACKs), and as the last
 thing, which breaks the QP: write / read / atomic (rc_pingpong's QP grants
 no remote access: NAK invalid request).  --no-ack: answer the TCP
 exchange, then only listen (--watch seconds) to rxe retransmitting its
-first Send.  Exit 0 when every step saw the
+first Send.
+
+  roce-peer.py perftest [--server 10.0.3.2] [--port 18515] [--ops LIST]
+
+The client half of a perftest program without -R (ib_read_bw, ib_atomic_bw
+as the server in the guest): perftest's TCP exchange (versions, page and
+cache line size, MTU, the QP keys, two more handshakes), then LIST, comma
+separated: read:N (a Read Request of N bytes at the server's buffer: rxe's
+Read Responses), readdup (the last read again, same PSN: rxe replays it),
+fetchadd, cmpswap (an Atomic ACK each), write:N (an RDMA Write: rxe's
+ACK), sendrnr (a Send with no receive posted: RNR NAK; last), readbadkey (a wrong R_Key: NAK
+remote access error; the QP breaks, so last).  Exit 0 when every step saw the
 answer it expected; prints what it sent and got.
 """
 import argparse
@@ -257,6 +268,114 @@ def run_extra(p, e, rqpn, spsn, a, deadline):
         raise RuntimeError("unknown extra %s" % e)
 
 
+def pt_xchg(c, data, size):
+    """perftest's ctx_xchg_data as the client: write ours, read theirs"""
+    c.sendall(data.ljust(size, b"\0")[:size])
+    got = b""
+    while len(got) < size:
+        m = c.recv(size - len(got))
+        if not m:
+            raise RuntimeError("perftest server closed the exchange")
+        got += m
+    return got
+
+
+def pt_keys(qpn, psn, rkey, vaddr, gid):
+    """perftest's KEY_PRINT_FMT_GID message, 108 bytes with the NUL"""
+    m = "%04x:%04x:%06x:%06x:%08x:%016x:" % (0, 1, qpn, psn, rkey, vaddr)
+    m += ":".join("%02x" % b for b in gid) + ":%08x:" % 0
+    return m.encode() + b"\0"
+
+
+def perftest(a):
+    """the client half of perftest (ib_read_bw, ib_atomic_bw, ... without
+    -R) up to the point where the server's QP is ready, then --ops"""
+    c = socket.create_connection((a.server, a.port), timeout=a.timeout)
+    my_qpn, my_psn = 0x000222, 0x0bcdef
+    my_gid = bytes(10) + b"\xff\xff" + socket.inet_aton(a.bind)
+    rv = pt_xchg(c, b"6.06", 16)                     # exchange_versions
+    pt_xchg(c, struct.pack("!i", 4096), 4)           # check_sys_data: page size
+    pt_xchg(c, struct.pack("!i", 64), 4)             # cache line
+    pt_xchg(c, b"3", 2)                              # check_mtu: IBV_MTU_1024
+    mine = pt_keys(my_qpn, my_psn, 0, 0, my_gid)
+    f = pt_xchg(c, mine, 108).rstrip(b"\0").decode().split(":")
+    rqpn, rkey, vaddr = int(f[2], 16), int(f[4], 16), int(f[5], 16)
+    print("roce-peer: perftest %s: server qpn %06x rkey %08x vaddr %016x" %
+          (rv.rstrip(b"\0").decode(), rqpn, rkey, vaddr), flush=True)
+    pt_xchg(c, mine, 108)                            # the two handshakes after
+    pt_xchg(c, mine, 108)                            # the server's RTR
+    p = Peer(a.bind, a.server, a.timeout)
+    deadline = time.monotonic() + a.timeout
+    psn = my_psn
+    last_read = (64, psn)
+    try:
+        for op in [o for o in a.ops.split(",") if o]:
+            kind, _, arg = op.partition(":")
+            if kind in ("read", "readdup", "readbadkey"):
+                n = int(arg or 64)
+                k = rkey ^ 0x5a5a00 if kind == "readbadkey" else rkey
+                rpsn = psn
+                if kind == "readdup":
+                    n, rpsn = last_read       # the last Read again, its PSN
+                p.send(bth(OP["READ_REQ"], rqpn, rpsn, ackreq=1) + struct.pack("!QII", vaddr, k, n))
+                npk = max(1, (n + a.mtu - 1) // a.mtu)
+                if kind == "readbadkey":
+                    pkt = expect(p, (OP["ACK"],), "a NAK", deadline)
+                    if pkt[12] != 0x62:
+                        raise RuntimeError("expected NAK remote access (0x62), got AETH %02x" % pkt[12])
+                    return 0          # the QP is in error now
+                for _ in range(npk):
+                    expect(p, (OP["READ_RESP_FIRST"], OP["READ_RESP_MIDDLE"], OP["READ_RESP_LAST"],
+                               OP["READ_RESP_ONLY"]), "a Read Response", deadline)
+                if kind == "read":
+                    last_read = (n, psn)
+                    psn = (psn + npk) & 0xffffff
+            elif kind == "write":
+                # RDMA Write First/Middle/Last (or Only) into the server's
+                # buffer, AckReq on the last: rxe's ACK
+                n = int(arg or 64)
+                data = b"\x5a" * n
+                chunks = [data[i:i + a.mtu] for i in range(0, n, a.mtu)]
+                for i, ch in enumerate(chunks):
+                    last = i == len(chunks) - 1
+                    body, pad = padded(ch)
+                    if len(chunks) == 1:
+                        hdr = bth(OP["WRITE_ONLY"], rqpn, psn, 1, pad=pad) + struct.pack("!QII", vaddr, rkey, n)
+                    elif i == 0:
+                        hdr = bth(0x06, rqpn, psn, pad=pad) + struct.pack("!QII", vaddr, rkey, n)
+                    else:
+                        hdr = bth(0x08 if last else 0x07, rqpn, psn, int(last), pad=pad)
+                    p.send(hdr + body)
+                    psn = (psn + 1) & 0xffffff
+                pkt = expect(p, (OP["ACK"],), "rxe's ACK of the Write", deadline)
+                if pkt[12] >> 5 != 0:
+                    raise RuntimeError("expected an ACK, got AETH %02x" % pkt[12])
+            elif kind == "sendrnr":
+                # a Send while the server has no receive posted (perftest's
+                # read/atomic servers post none): RNR NAK (AETH 001ttttt)
+                p.send(bth(OP["SEND_ONLY"], rqpn, psn, 1) + b"\x5a" * 4)
+                pkt = expect(p, (OP["ACK"],), "an RNR NAK", deadline)
+                if pkt[12] >> 5 != 1:
+                    raise RuntimeError("expected an RNR NAK, got AETH %02x" % pkt[12])
+                return 0
+            elif kind in ("fetchadd", "cmpswap"):
+                if kind == "fetchadd":
+                    body = bth(OP["FETCH_ADD"], rqpn, psn, ackreq=1) + struct.pack("!QIQQ", vaddr, rkey, 1, 0)
+                else:
+                    body = bth(OP["CMP_SWAP"], rqpn, psn, ackreq=1) + struct.pack("!QIQQ", vaddr, rkey, 1, 2)
+                p.send(body)
+                expect(p, (OP["ATOMIC_ACK"],), "an Atomic ACK", deadline)
+                psn = (psn + 1) & 0xffffff
+            else:
+                raise RuntimeError("unknown op %s" % kind)
+        return 0
+    finally:
+        for line in p.log:
+            print("roce-peer: " + line)
+        p.close()
+        c.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -270,9 +389,16 @@ def main():
     pp.add_argument("--timeout", type=float, default=30)
     pp.add_argument("--no-ack", action="store_true")
     pp.add_argument("--watch", type=float, default=2)
+    pt = sub.add_parser("perftest")
+    pt.add_argument("--bind", default="10.0.3.1")
+    pt.add_argument("--server", default="10.0.3.2")
+    pt.add_argument("--port", type=int, default=18515)
+    pt.add_argument("--mtu", type=int, default=1024)
+    pt.add_argument("--ops", default="read:64")
+    pt.add_argument("--timeout", type=float, default=30)
     a = ap.parse_args()
     try:
-        return pingpong(a)
+        return pingpong(a) if a.cmd == "pingpong" else perftest(a)
     except StopIteration as e:
         print("roce-peer: %s" % e)
         return 0

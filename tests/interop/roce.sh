@@ -202,7 +202,7 @@ run_cell() { # run_cell NAME DIR TOOL SIZES
     local log=$out/$cn.log pcap=$out/$cn.pcap
     t0=$(date +%s)
     : > "$log"
-    tcpdump -i "$tap" -U -s 0 -w "$pcap" udp port 4791 > "$out/$cn.tcpdump" 2>&1 &
+    tcpdump -i "$tap" -U --immediate-mode -s 0 -w "$pcap" udp port 4791 > "$out/$cn.tcpdump" 2>&1 &
     td=$!; hostpids+=("$td")
     for _ in $(seq 100); do grep -qs 'listening on' "$out/$cn.tcpdump" && break; sleep 0.1; done
     for s in $sizes; do

@@ -42,7 +42,7 @@ gidx=$("$g" exec --name "$name" -- xs-rxe gid) || exit 1
 vector() {
     local n=$1 pa=$2 gc=$3 td pp rc=0
     if [ -n "$only" ] && ! echo "$n" | grep -qE "$only"; then return 0; fi
-    tcpdump -i "$tap" -U -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
+    tcpdump -i "$tap" -U --immediate-mode -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
     td=$!
     for _ in $(seq 100); do grep -q listening "$work/$n.td" && break; sleep 0.1; done
     if [ -n "$pa" ]; then
@@ -61,6 +61,29 @@ vector() {
     case $rc in 0|0/peer\ 0) mv "$work/$n.hex" "$here/$n.hex" ;; *) cat "$work/$n.guest" "$work/$n.peer" 2>/dev/null | tail -n 20 ;; esac
 }
 
+# vector_srv NAME PEER-ARGS GUEST-SERVER-CMD: the guest runs a perftest
+# server (it fails at its last handshake: roce-peer.py stops after its
+# packets, by design); roce-peer.py perftest is the client
+vector_srv() {
+    local n=$1 pa=$2 gc=$3 td job rc=0
+    if [ -n "$only" ] && ! echo "$n" | grep -qE "$only"; then return 0; fi
+    tcpdump -i "$tap" -U --immediate-mode -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
+    td=$!
+    for _ in $(seq 100); do grep -qs listening "$work/$n.td" && break; sleep 0.1; done
+    job=$("$g" bg --name "$name" -- sh -c "timeout 40 ${gc//@G/$gidx}")
+    "$g" exec --name "$name" -- xs-wait-port 18515 20 > /dev/null || rc=listen
+    sleep 0.3
+    # shellcheck disable=SC2086
+    timeout 60 python3 "$peer" $pa > "$work/$n.peer" 2>&1 || rc="$rc/peer $?"
+    "$g" wait --name "$name" --timeout 60 "$job" > "$work/$n.guest" 2>&1
+    sleep 0.5
+    kill -INT "$td"; wait "$td"
+    python3 "$here/pcap2vec.py" vec "$work/$n.pcap" > "$work/$n.hex" 2> "$work/$n.chk" || rc="$rc/icrc"
+    echo "make-vectors: $n: rc $rc, $(cat "$work/$n.chk")"
+    [ -n "$keep" ] && cp "$work/$n.peer" "$work/$n.guest" "$keep/" 2>/dev/null
+    if [ "$rc" = 0 ]; then mv "$work/$n.hex" "$here/$n.hex"; else tail -n 20 "$work/$n.peer"; fi
+}
+
 pp="ibv_rc_pingpong -g @G -d rxe0"
 for s in 1 64 1024 1025 4096; do
     n=2; [ $s -gt 1024 ] && n=1
@@ -77,3 +100,9 @@ vector rc-retransmit "pingpong --size 64 --iters 1 --no-ack" "timeout 4 $pp -s 6
 # the RDMA CM's connect: a CM REQ MAD in a UD Send Only to QP1 (nobody
 # answers on the host: rxe repeats it)
 vector cm-req "" "timeout 8 rping -c -a 10.0.3.1 -C 1; true"
+# rxe as responder to Reads, atomics, Writes (perftest servers grant the
+# remote access ibv_rc_pingpong does not)
+vector_srv rc-read "perftest --ops read:64,read:3000,readdup,readbadkey" \
+    "ib_read_bw -d rxe0 -x @G -F -m 1024 -n 5"
+vector_srv rc-atomic "perftest --ops fetchadd,cmpswap,fetchadd" "ib_atomic_bw -d rxe0 -x @G -F -m 1024 -n 5"
+vector_srv rc-write-rnr "perftest --ops write:64,write:2500,sendrnr" "ib_write_bw -d rxe0 -x @G -F -m 1024 -n 5"
