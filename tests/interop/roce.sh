@@ -99,7 +99,8 @@ else
     hdev=$xdev
     # xsock's GID of 10.0.3.1 as ibv_devinfo -v shows it ("GID[  3]: ::ffff:10.0.3.1, RoCE v2")
     hidx=$(timeout 20 "$xs_run" ibv_devinfo -d "$xdev" -v 2>/dev/null |
-           awk -v a="::ffff:$haddr" '/GID\[/ && index($0, a) { gsub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit }')
+           awk -v a="::ffff:$haddr" '/GID\[/ && (index($0, a ",") || substr($0, length($0) - length(a) + 1) == a) {
+                   gsub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit }')
     [ -n "$hidx" ] || { echo "roce: $xdev has no GID ::ffff:$haddr (ibv_devinfo -d $xdev -v)" >&2; exit 1; }
     echo "roce: $xdev GID index $hidx (::ffff:$haddr)"
 fi
@@ -170,6 +171,8 @@ run_one() {
         else listening "$port"; fi || { ok=0; note="size $size: xsock server did not listen"; return; }
         echo "## rxe (guest client): $cc" >> "$log"
         gx "timeout 60 $cc > /host/$(basename "$gl") 2>&1" || grc=$?
+        # a server whose client failed may wait for ever: 3 s, then it goes
+        if [ $grc != 0 ] && [ $loop = 0 ]; then sleep 3; kill "$hpid" 2>/dev/null; fi
         host_wait "$hl" || hrc=$?
     fi
     { echo "## xsock side (rc $hrc):"; cat "$hl" 2>/dev/null

@@ -36,6 +36,14 @@ trap 'exit 130' INT TERM
 "$g" start --name "$name" --rxe --lifetime 900 || exit 1
 tap=$("$g" tapname --name "$name")
 gidx=$("$g" exec --name "$name" -- xs-rxe gid) || exit 1
+"$g" exec --name "$name" -- uname -r > "$work/kver" || exit 1
+
+# put NAME: the vector file, with its licence and origin as comments
+put() {
+    { echo "# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause"
+      echo "# $1: rdma_rxe (Linux $(cat "$work/kver")) <-> roce-peer.py, see README.md"
+      cat "$work/$1.hex"; } > "$here/$1.hex"
+}
 
 # vector NAME PEER-ARGS GUEST-CMD: one capture; an empty PEER-ARGS runs no
 # host peer
@@ -58,7 +66,7 @@ vector() {
     python3 "$here/pcap2vec.py" vec "$work/$n.pcap" > "$work/$n.hex" 2> "$work/$n.chk" || rc="$rc/icrc"
     echo "make-vectors: $n: rc $rc, $(cat "$work/$n.chk")"
     [ -n "$keep" ] && cp "$work/$n.peer" "$work/$n.guest" "$keep/" 2>/dev/null
-    case $rc in 0|0/peer\ 0) mv "$work/$n.hex" "$here/$n.hex" ;; *) cat "$work/$n.guest" "$work/$n.peer" 2>/dev/null | tail -n 20 ;; esac
+    case $rc in 0|0/peer\ 0) put "$n" ;; *) cat "$work/$n.guest" "$work/$n.peer" 2>/dev/null | tail -n 20 ;; esac
 }
 
 # vector_srv NAME PEER-ARGS GUEST-SERVER-CMD: the guest runs a perftest
@@ -81,7 +89,7 @@ vector_srv() {
     python3 "$here/pcap2vec.py" vec "$work/$n.pcap" > "$work/$n.hex" 2> "$work/$n.chk" || rc="$rc/icrc"
     echo "make-vectors: $n: rc $rc, $(cat "$work/$n.chk")"
     [ -n "$keep" ] && cp "$work/$n.peer" "$work/$n.guest" "$keep/" 2>/dev/null
-    if [ "$rc" = 0 ]; then mv "$work/$n.hex" "$here/$n.hex"; else tail -n 20 "$work/$n.peer"; fi
+    if [ "$rc" = 0 ]; then put "$n"; else tail -n 20 "$work/$n.peer"; fi
 }
 
 pp="ibv_rc_pingpong -g @G -d rxe0"
