@@ -50,7 +50,7 @@ put() {
 vector() {
     local n=$1 pa=$2 gc=$3 td pp rc=0
     if [ -n "$only" ] && ! echo "$n" | grep -qE "$only"; then return 0; fi
-    tcpdump -i "$tap" -U --immediate-mode -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
+    tcpdump -i "$tap" -U --immediate-mode -B 65536 -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
     td=$!
     for _ in $(seq 100); do grep -q listening "$work/$n.td" && break; sleep 0.1; done
     if [ -n "$pa" ]; then
@@ -75,7 +75,7 @@ vector() {
 vector_srv() {
     local n=$1 pa=$2 gc=$3 td job rc=0
     if [ -n "$only" ] && ! echo "$n" | grep -qE "$only"; then return 0; fi
-    tcpdump -i "$tap" -U --immediate-mode -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
+    tcpdump -i "$tap" -U --immediate-mode -B 65536 -s 0 -w "$work/$n.pcap" udp port 4791 > "$work/$n.td" 2>&1 &
     td=$!
     for _ in $(seq 100); do grep -qs listening "$work/$n.td" && break; sleep 0.1; done
     job=$("$g" bg --name "$name" -- sh -c "timeout 40 ${gc//@G/$gidx}")
