@@ -6,7 +6,9 @@
 #   2. siw.ko with kpatch/siw-mpa-params.patch (kpatch/build-siw.sh)
 #   3. Debian's kernel image for the same ABI (apt-get download, unpacked)
 #   4. the initramfs: busybox, rdma-core userland copied from the host with
-#      their libraries, the RDMA kernel modules + siw, tests/interop/guest/*
+#      their libraries (the siw and rxe providers), the RDMA kernel modules +
+#      siw + rdma_rxe, tests/interop/guest/*.  No tshark in the guest: the
+#      RoCE cells capture on the host's tap, the siw matrix decodes on the host
 # A warm run only checks keys and takes well under a second.
 #
 #   tests/interop/guest-prepare.sh [--no-install] [--force]
@@ -85,7 +87,7 @@ for pkg in ibverbs-utils rdmacm-utils perftest; do
 done
 libdir=/usr/lib/x86_64-linux-gnu
 # dlopen()ed, invisible to ldd
-dl=("$libdir/libibverbs/libsiw-rdmav34.so" "$libdir/libgcc_s.so.1")
+dl=("$libdir/libibverbs/libsiw-rdmav34.so" "$libdir/libibverbs/librxe-rdmav34.so" "$libdir/libgcc_s.so.1")
 initrd=$cache/initramfs-$kver.cpio.gz
 key=$( { echo "$kver ${bins[*]}"; cat "$0" "$here"/guest/*;
          sha256sum "$ko" "${bins[@]}" "${dl[@]}" "$libdir/libibverbs.so.1" "$libdir/librdmacm.so.1" | cut -c1-64; } 2>/dev/null |
@@ -119,12 +121,12 @@ if [ $force = 1 ] || [ ! -f "$initrd" ] || [ "$(cat "$initrd.key" 2>/dev/null)" 
     for app in $(busybox --list-full); do
         [ -e "$root/usr/${app#usr/}" ] || ln -s /usr/bin/busybox "$root/usr/${app#usr/}"
     done
-    cp /etc/libibverbs.d/siw.driver "$root/etc/libibverbs.d/"
+    cp /etc/libibverbs.d/siw.driver /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
     cp /etc/protocols /etc/services "$root/etc/" 2>/dev/null || true
     printf 'root:x:0:0:root:/root:/bin/sh\ntcpdump:x:0:0::/:/bin/false\n' > "$root/etc/passwd"
     printf 'root:x:0:\ntcpdump:x:0:\n' > "$root/etc/group"
     printf 'passwd: files\ngroup: files\nhosts: files\n' > "$root/etc/nsswitch.conf"
-    printf '127.0.0.1 localhost\n10.0.2.15 xs-guest\n10.0.2.2 host\n' > "$root/etc/hosts"
+    printf '127.0.0.1 localhost\n10.0.2.15 xs-guest\n10.0.2.2 host\n10.0.3.2 xs-guest-tap\n10.0.3.1 host-tap\n' > "$root/etc/hosts"
 
     # Kernel modules in load order (modinfo depends, depth first).
     declare -A have=()
@@ -145,9 +147,15 @@ if [ $force = 1 ] || [ ! -f "$initrd" ] || [ "$(cat "$initrd.key" 2>/dev/null)" 
     printf '%s\n' "${order[@]}" > "$root/etc/xs/modules.virtio"; order=()
     for m in crc32c_generic crc32c-intel libcrc32c ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm; do addmod "$m"; done
     printf '%s\n' "${order[@]}" > "$root/etc/xs/modules.rdma"; order=()
+    # rdma_rxe (Soft-RoCE) for the tap NIC, loaded by xs-rxe (guest.sh --rxe)
+    # crc32_generic: rxe asks the crypto API for "crc32" (its ICRC) when a
+    # link is added, not a module dependency modinfo lists
+    for m in crc32_generic udp_tunnel ip6_udp_tunnel rdma_rxe; do addmod "$m"; done
+    printf '%s\n' "${order[@]}" > "$root/etc/xs/modules.rxe"; order=()
     addmod siw
     install -m 0755 "$here/guest/init" "$root/init"
-    install -m 0755 "$here/guest/xs-wait-port" "$here/guest/xs-capture" "$root/usr/bin/"
+    install -m 0755 "$here/guest/xs-wait-port" "$here/guest/xs-capture" "$here/guest/xs-rxe" \
+        "$root/usr/bin/"
     { echo "kernel=$kver"
       echo "linux-source=$(dpkg-query -W -f='${Version}' linux-source-6.1)"
       echo "rdma-core=$(dpkg-query -W -f='${Version}' rdma-core)"

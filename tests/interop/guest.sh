@@ -4,12 +4,14 @@
 # QEMU, TCG) built by guest-prepare.sh.
 #
 #   guest.sh start [--name N] [--siw K=V]... [--fwd HPORT:GPORT]... [--share DIR]
-#                  [--lifetime S] [--boot-timeout S]     boot; prints READY
+#                  [--tap] [--rxe] [--lifetime S] [--boot-timeout S]
+#                                                        boot; prints READY
 #   guest.sh exec  [--name N] [--timeout S] -- CMD...    run CMD in the guest
 #   guest.sh bg    [--name N] -- CMD...                  start CMD, print a job id
 #   guest.sh wait  [--name N] [--timeout S] JOB          wait for a bg job
 #   guest.sh stop  [--name N]                            power off (qemu killed
 #                                                        after 20 s)
+#   guest.sh tapname [--name N]                          the host tap (--tap)
 #   guest.sh run   [start options] [--timeout S] -- CMD...  start, exec, stop
 #
 # The guest is 10.0.2.15 with siw0 on eth0; the host's 127.0.0.1 is 10.0.2.2
@@ -18,13 +20,22 @@
 # siw module parameters at load; they can be changed later through
 # /sys/module/siw/parameters.  The guest powers itself off after --lifetime
 # seconds (default 1800) even if nobody stops it.
+# --tap gives the guest a second NIC without NAT: eth1 10.0.3.2/24 on a host
+# tap device (guest.sh tapname --name N prints it) with 10.0.3.1/24.  RoCE
+# needs it: rxe's ICRC covers the IP header (Identification, flags) and
+# slirp rewrites that header, so rxe drops what the host sends through eth0.
+# QEMU creates the tap itself (not persistent), so it goes away with QEMU
+# even when QEMU is killed; start also removes stale xs-tap-* devices no
+# QEMU holds.  One --tap guest at a time (they would share 10.0.3.1).
+# --rxe (implies --tap) loads rdma_rxe and adds rxe0 on eth1 (xs-rxe up in
+# the guest; xs-rxe gid prints the RoCE v2 GID index of 10.0.3.2).
 # Exit status: exec/wait/run: the command's; 124 timeout; 125 guest failure;
 # 2 usage.  Env: XS_INTEROP_CACHE (default /var/cache/xsock-interop).
 set -euo pipefail
 
 cache=${XS_INTEROP_CACHE:-/var/cache/xsock-interop}
 me=guest.sh
-name=default siw=() fwd=() share="" lifetime=1800 boot_timeout=120 timeout=600 cmd=()
+name=default siw=() fwd=() share="" tap=0 rxe=0 lifetime=1800 boot_timeout=120 timeout=600 cmd=()
 
 usage() { echo "$me: $*" >&2; echo "usage: see the header of $0" >&2; exit 2; }
 fail() { echo "$me: ERROR: $*" >&2; exit 125; }
@@ -38,6 +49,8 @@ parse() {
             --siw) siw+=("${2:?}"); shift ;;
             --fwd) [[ ${2:-} =~ ^[0-9]+:[0-9]+$ ]] || usage "--fwd HPORT:GPORT"; fwd+=("$2"); shift ;;
             --share) share=$(cd "${2:?}" && pwd) || usage "no directory $2"; shift ;;
+            --tap) tap=1 ;;
+            --rxe) tap=1; rxe=1 ;;
             --lifetime) lifetime=${2:?}; shift ;;
             --boot-timeout) boot_timeout=${2:?}; shift ;;
             --timeout) timeout=${2:?}; shift ;;
@@ -50,6 +63,25 @@ parse() {
 }
 
 rundir() { [[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || usage "bad name $name"; run=$cache/run/$name; }
+# tapname: the host tap of this instance (IFNAMSIZ: 15 characters at most)
+tapname() {
+    if [ ${#name} -le 8 ]; then echo "xs-tap-$name"
+    else echo "xs-tap-$(printf '%s' "$name" | sha256sum | cut -c1-8)"; fi
+}
+# tap_sweep: remove xs-tap-* devices nobody holds (a QEMU that was killed
+# before guest.sh could stop it leaves none, but a persistent one made by
+# hand or by an older run would keep 10.0.3.1); fail if a held one has it
+tap_sweep() {
+    local t
+    for t in $(ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' | sed 's/@.*//' | grep '^xs-tap-'); do
+        if ip link show "$t" | grep -q 'NO-CARRIER'; then
+            ip link delete "$t" 2>/dev/null && echo "$me: removed stale tap $t" >&2
+        elif ip -4 -o addr show dev "$t" | grep -q ' 10\.0\.3\.1/'; then
+            fail "tap $t of another guest holds 10.0.3.1 (one --tap guest at a time)"
+        fi
+    done
+    return 0
+}
 alive() { # our qemu for this instance still running?
     local pid
     pid=$(cat "$run/qemu.pid" 2>/dev/null) || return 1
@@ -78,11 +110,16 @@ do_start() {
         fail "no guest in $cache: run tests/interop/guest-prepare.sh"
     command -v qemu-system-x86_64 > /dev/null || fail "qemu-system-x86_64 missing: run guest-prepare.sh"
     alive && fail "guest '$name' already runs (guest.sh stop --name $name)"
+    if [ $tap = 1 ]; then
+        command -v ip > /dev/null || fail "--tap needs ip (iproute2)"
+        [ -c /dev/net/tun ] || fail "--tap needs /dev/net/tun"
+        tap_sweep
+    fi
     rm -rf "$run"; mkdir -p "$run/state" "$run/job"
     local hostfwd="" f
     for f in "${fwd[@]}"; do hostfwd+=",hostfwd=tcp:127.0.0.1:${f%%:*}-10.0.2.15:${f#*:}"; done
     { echo "SIW_PARAMS=$(q "${siw[*]}")"; echo "LIFETIME=$lifetime"
-      echo "SHARE=$([ -n "$share" ] && echo 1 || echo 0)"; } > "$run/env"
+      echo "SHARE=$([ -n "$share" ] && echo 1 || echo 0)"; echo "TAP=$tap"; echo "RXE=$rxe"; } > "$run/env"
     local accel=(-accel tcg,thread=multi,tb-size=256 -cpu max)
     if [ -w /dev/kvm ] && grep -qE '\b(vmx|svm)\b' /proc/cpuinfo; then accel=(-accel kvm -cpu host); fi
     local args=(-name "xs-interop-$name" -machine pc "${accel[@]}" -m 1024 -smp 2
@@ -94,11 +131,25 @@ do_start() {
         -fsdev "local,id=ctl,path=$run,security_model=none" -device virtio-9p-pci,fsdev=ctl,mount_tag=xsctl)
     [ -n "$share" ] && args+=(-fsdev "local,id=hs,path=$share,security_model=none"
                               -device virtio-9p-pci,fsdev=hs,mount_tag=host)
+    local tn=""
+    if [ $tap = 1 ]; then
+        tn=$(tapname)
+        echo "$tn" > "$run/tap"
+        # eth1 in the guest; the guest finds it by this MAC
+        args+=(-netdev "tap,id=n1,ifname=$tn,script=no,downscript=no"
+               -device "virtio-net-pci,netdev=n1,mac=52:54:00:78:73:02")
+    fi
     args+=(-daemonize -pidfile "$run/qemu.pid")
     local t0 t1
     t0=$(date +%s.%N)
     timeout 60 qemu-system-x86_64 "${args[@]}" < /dev/null > "$run/qemu.err" 2>&1 ||
         { console_tail; fail "qemu did not start"; }
+    if [ $tap = 1 ]; then
+        # no IPv6 on the host's end: no router solicitations in the captures
+        sysctl -qw "net.ipv6.conf.$tn.disable_ipv6=1" 2>/dev/null || true
+        { ip addr add 10.0.3.1/24 dev "$tn" && ip link set "$tn" up; } ||
+            { kill_qemu; fail "cannot configure tap $tn"; }
+    fi
     local deadline=$(( $(now) + boot_timeout ))
     while [ ! -e "$run/state/ready" ]; do
         if [ -e "$run/state/failed" ] || ! alive || [ "$(now)" -ge "$deadline" ]; then
@@ -142,6 +193,9 @@ do_stop() {
         while alive && [ "$(now)" -lt "$deadline" ]; do sleep 0.1; done
         kill_qemu
     fi
+    # QEMU's tap goes with QEMU; one made persistent by hand would stay
+    local tn; tn=$(cat "$run/tap" 2>/dev/null) || return 0
+    ip link delete "$tn" 2>/dev/null || true
     return 0
 }
 
@@ -153,12 +207,13 @@ case $sub in
     bg) parse "$@"; submit; basename "$job" ;;
     wait) parse "$@"; rundir; [ ${#cmd[@]} = 1 ] || usage "wait JOB"; collect "$run/job/${cmd[0]}" ;;
     stop) parse "$@"; do_stop ;;
+    tapname) parse "$@"; rundir; cat "$run/tap" 2>/dev/null || tapname ;;
     run) parse "$@"; [ ${#cmd[@]} -gt 0 ] || usage "missing -- CMD"
          [ "$name" = default ] && name=run-$$
          trap 'do_stop' EXIT; trap 'exit 130' INT TERM
          do_start >&2
          rc=0; submit; collect "$job" || rc=$?
          do_stop; trap - EXIT INT TERM; rm -rf "$run"; exit $rc ;;
-    -h|--help) sed -n '2,24p' "$0" ;;
+    -h|--help) sed -n '2,35p' "$0" ;;
     *) usage "unknown command $sub" ;;
 esac

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# roce.sh: the RoCE v2 interop cells (issue 17).  xsock (this build's
+# libiwarp through xsock-run, device xsock_roce0) on the host against the
+# Linux kernel's rdma_rxe on the guest's tap NIC (guest.sh --rxe), both
+# directions, no CM: the programs exchange their QP data over TCP through
+# the tap too.  Every cell is captured on the host tap and decoded by
+# tshark's InfiniBand dissector (RoCE v2 on UDP 4791, "RRoCE"); every ICRC
+# is recomputed by tests/vectors/roce/pcap2vec.py.
+#
+#   tests/interop/roce.sh [--only REGEX] [--list] [--out DIR] [--soak]
+#                         [--loopback] [--no-install]
+#
+# --soak adds the slow cells (more iterations, 256 KiB and 1 MiB messages).
+# --loopback runs the xsock halves in the guest on rxe0 instead (rxe's own
+# loopback, no packet on the tap): it checks the harness and every
+# guest-side command line without xsock_roce0.  Without it the cells need
+# xsock_roce0 in this build; when it is missing the script prints SKIP and
+# exits 77.  Env: XS_TOP_BUILDDIR (or a build in ./), XS_ROCE_DEV (default
+# xsock_roce0), XS_ROCE_RUN (what runs the xsock halves, default the build's
+# tools/xsock-run).  Prints one line per cell and a table (cell | result |
+# note) to DIR/roce.md; exit 0 only if every cell passed.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/interop/lib.sh
+. "$here/lib.sh"
+top=$(cd "$here/../.." && pwd)
+bld=${XS_TOP_BUILDDIR:-$PWD}
+# XS_ROCE_RUN: another runner for the xsock halves (tests of this script)
+xs_run=${XS_ROCE_RUN:-$bld/tools/xsock-run}
+xdev=${XS_ROCE_DEV:-xsock_roce0}
+only="" list=0 out="" soak=0 loop=0 prep=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --only) only=${2:?}; shift ;;
+        --list) list=1 ;;
+        --out) out=${2:?}; shift ;;
+        --soak) soak=1 ;;
+        --loopback) loop=1 ;;
+        --no-install) prep+=(--no-install) ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *) echo "roce: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# ---- the cells ---------------------------------------------------------------
+# name  direction(hc: xsock host client -> rxe guest server | gc: rxe guest
+# client -> xsock host server)  tool  sizes
+# ibv_rc_pingpong: one cell per size (the MTU edges: 1024 = one packet,
+# 1025 = First + Last); perftest: one cell per tool, its sizes in turn.
+cells=()
+pp_sizes="1 64 1000 1024 1025 4096 65536"
+pt_sizes="64 1024 4000 65536"
+[ $soak = 1 ] && { pp_sizes+=" 262144 1048576"; pt_sizes+=" 1048576"; }
+for dir in hc gc; do
+    for s in $pp_sizes; do cells+=("$dir-pp-$s $dir pingpong $s"); done
+    for tool in send_bw write_bw read_bw write_lat; do
+        cells+=("$dir-$tool $dir $tool ${pt_sizes// /,}")
+    done
+    cells+=("$dir-atomic_bw $dir atomic_bw 8")
+done
+
+if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
+[ "$(id -u)" = 0 ] || { echo "roce: SKIP: needs root (QEMU guest, tap device)"; exit 77; }
+if [ $loop = 0 ]; then
+    [ -x "$xs_run" ] || { echo "roce: no $xs_run (set XS_TOP_BUILDDIR)" >&2; exit 2; }
+    if ! timeout 20 "$xs_run" ibv_devices 2>/dev/null | grep -qw "$xdev"; then
+        echo "roce: SKIP: no $xdev in this build ($xs_run ibv_devices does not list it)"
+        exit 77
+    fi
+fi
+
+"$here/guest-prepare.sh" "${prep[@]}" || { echo "roce: guest preparation failed" >&2; exit 1; }
+for t in tshark tcpdump python3; do
+    command -v $t > /dev/null || { echo "roce: $t missing" >&2; exit 1; }
+done
+
+keep=1
+[ -n "$out" ] || { out=$(mktemp -d /tmp/xsock-roce.XXXXXX); keep=0; }
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+g="$here/guest.sh"
+name=roce-$$
+guest_trap
+boot=$("$g" start --name "$name" --rxe --share "$out" --lifetime 3000) ||
+    { echo "roce: guest did not boot" >&2; exit 1; }
+echo "roce: $boot"
+gx() { "$g" exec --name "$name" --timeout "${GX_TIMEOUT:-90}" -- sh -c "$1"; }
+tap=$("$g" tapname --name "$name")
+gaddr=10.0.3.2 haddr=10.0.3.1
+# rxe0's RoCE v2 GID of 10.0.3.2: the index depends on the order the
+# guest's addresses came up in (the link-local one first): ask
+gidx=$(gx "xs-rxe gid") || { echo "roce: no RoCE v2 GID for $gaddr on rxe0" >&2; exit 1; }
+gmtu=$(gx "xs-rxe mtu")
+echo "roce: rxe0 GID index $gidx (::ffff:$gaddr), active MTU $gmtu"
+if [ $loop = 1 ]; then
+    hidx=$gidx hdev=rxe0 haddr=$gaddr
+    echo "roce: --loopback: the xsock halves run in the guest on rxe0 (no packet on the tap)"
+else
+    hdev=$xdev
+    # xsock's GID of 10.0.3.1 as ibv_devinfo -v shows it ("GID[  3]: ::ffff:10.0.3.1, RoCE v2")
+    hidx=$(timeout 20 "$xs_run" ibv_devinfo -d "$xdev" -v 2>/dev/null |
+           awk -v a="::ffff:$haddr" '/GID\[/ && (index($0, a ",") || substr($0, length($0) - length(a) + 1) == a) {
+                   gsub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit }')
+    [ -n "$hidx" ] || { echo "roce: $xdev has no GID ::ffff:$haddr (ibv_devinfo -d $xdev -v)" >&2; exit 1; }
+    echo "roce: $xdev GID index $hidx (::ffff:$haddr)"
+fi
+
+# Both ends use a path MTU of 1024: rxe's active MTU for the 1500-byte tap
+# (perftest would otherwise take each port's own active MTU).
+mtu=1024
+# cmd_of TOOL SIZE SIDE(g|h) ROLE(srv|cli) PORT -> the command line
+cmd_of() {
+    local tool=$1 size=$2 side=$3 role=$4 port=$5 dev idx peer n
+    if [ "$side" = g ]; then dev=rxe0 idx=$gidx peer=$haddr; else dev=$hdev idx=$hidx peer=$gaddr; fi
+    [ $loop = 1 ] && peer=$gaddr
+    [ "$role" = srv ] && peer=""
+    case $tool in
+        pingpong)
+            n=10; [ "$size" -ge 65536 ] && n=4
+            [ $soak = 1 ] && n=$((n * 10))
+            # -c: both ends check the data they receive
+            echo "ibv_rc_pingpong -d $dev -g $idx -m $mtu -s $size -n $n -p $port -c $peer" ;;
+        *)
+            n=20; [ "$size" -ge 65536 ] && n=8
+            [ $soak = 1 ] && n=$((n * 10))
+            # -t: perftest's default send queue (128) exceeds the short runs
+            echo "ib_$tool -d $dev -x $idx -m $mtu -n $n -p $port -F $([ "$tool" = atomic_bw ] || echo "-s $size") $([ "${tool#*_}" = bw ] && echo "-t 8") $peer" ;;
+    esac
+}
+
+# host_bg CMD LOG -> hpid: the xsock half as a server (host, or the guest
+# with --loopback: then hjob)
+host_bg() {
+    if [ $loop = 1 ]; then
+        hjob=$("$g" bg --name "$name" -- sh -c "exec timeout 90 $1 > /host/$(basename "$2") 2>&1")
+    else
+        # shellcheck disable=SC2086 # CMD: words
+        timeout 90 "$xs_run" $1 > "$2" 2>&1 &
+        hpid=$!; hostpids+=("$hpid")
+    fi
+}
+host_wait() { # host_wait LOG -> rc of the server half
+    if [ $loop = 1 ]; then "$g" wait --name "$name" --timeout 90 "$hjob" > /dev/null 2>&1
+    else wait "$hpid"; fi
+}
+host_fg() { # host_fg CMD LOG -> rc: the xsock half as a client
+    if [ $loop = 1 ]; then gx "timeout 60 $1 > /host/$(basename "$2") 2>&1"; return; fi
+    # shellcheck disable=SC2086 # CMD: words
+    timeout 60 "$xs_run" $1 > "$2" 2>&1
+}
+
+# run_one: one server/client run (dynamic scope: run_cell's locals)
+run_one() {
+    local size=$1 port hrc=0 grc=0 job sc cc hl gl
+    hl=$out/$cn.$size.xsock gl=$out/$cn.$size.rxe
+    port=$(free_port)
+    if [ "$dir" = hc ]; then
+        sc=$(cmd_of "$tool" "$size" g srv "$port"); cc=$(cmd_of "$tool" "$size" h cli "$port")
+        echo "## rxe (guest server): $sc" >> "$log"
+        job=$("$g" bg --name "$name" -- sh -c "exec timeout 90 $sc > /host/$(basename "$gl") 2>&1")
+        gx "xs-wait-port $port 20" >> "$log" 2>&1 || { ok=0; note="size $size: rxe server did not listen"; return; }
+        echo "## xsock (host client): $cc" >> "$log"
+        host_fg "$cc" "$hl" || hrc=$?
+        [ $hrc = 0 ] || gx "sleep 2; pkill -f 'timeout 90 $sc' 2>/dev/null; true" > /dev/null 2>&1
+        "$g" wait --name "$name" --timeout 90 "$job" > /dev/null 2>&1 || grc=$?
+    else
+        sc=$(cmd_of "$tool" "$size" h srv "$port"); cc=$(cmd_of "$tool" "$size" g cli "$port")
+        echo "## xsock (host server): $sc" >> "$log"
+        host_bg "$sc" "$hl"
+        if [ $loop = 1 ]; then gx "xs-wait-port $port 20" >> "$log" 2>&1
+        else listening "$port"; fi || { ok=0; note="size $size: xsock server did not listen"; return; }
+        echo "## rxe (guest client): $cc" >> "$log"
+        gx "timeout 60 $cc > /host/$(basename "$gl") 2>&1" || grc=$?
+        # a server whose client failed may wait for ever: 3 s, then it goes
+        if [ $grc != 0 ] && [ $loop = 0 ]; then sleep 3; kill "$hpid" 2>/dev/null; fi
+        host_wait "$hl" || hrc=$?
+    fi
+    { echo "## xsock side (rc $hrc):"; cat "$hl" 2>/dev/null
+      echo "## rxe side (rc $grc):"; cat "$gl" 2>/dev/null; } >> "$log"
+    if [ $hrc != 0 ] || [ $grc != 0 ]; then
+        ok=0; note="size $size: xsock rc $hrc, rxe rc $grc: $(grep -hiE 'fail|error|couldn|unable' "$hl" "$gl" 2>/dev/null | head -n 2 | tr '\n|' '  ')"
+        return
+    fi
+    # the client's figures (a perftest bw server often prints 0.00)
+    local r cl=$gl
+    [ "$dir" = hc ] && cl=$hl
+    case $tool in
+        pingpong) r=$(grep -h 'usec/iter' "$cl" | head -n 1 | awk '{print $(NF-1) " us/iter"}') ;;
+        *_lat) r=$(perftest_result "$size" "$cl" | awk '{print $5 " us"}') ;;
+        *) r=$(perftest_result "$size" "$cl" | awk '{print $(NF-1) " MB/s"}') ;;
+    esac
+    res="$res${res:+, }$size:${r:-?}"
+    rm -f "$hl" "$gl"
+}
+
+# opcode names for the counts (IBTA Vol. 1 table 38, RC and UD)
+opnames='BEGIN { nn = split("SEND_FIRST SEND_MIDDLE SEND_LAST SEND_LAST_IMM SEND_ONLY SEND_ONLY_IMM " \
+    "WRITE_FIRST WRITE_MIDDLE WRITE_LAST WRITE_LAST_IMM WRITE_ONLY WRITE_ONLY_IMM READ_REQ " \
+    "READ_RESP_FIRST READ_RESP_MIDDLE READ_RESP_LAST READ_RESP_ONLY ACK ATOMIC_ACK CMP_SWAP " \
+    "FETCH_ADD RESYNC SEND_LAST_INV SEND_ONLY_INV", nm, " ")
+    for (i = 1; i <= nn; i++) name[i - 1] = nm[i]; name[100] = "UD_SEND_ONLY"; name[101] = "UD_SEND_ONLY_IMM" }'
+
+run_cell() { # run_cell NAME DIR TOOL SIZES
+    local cn=$1 dir=$2 tool=$3 sizes=${4//,/ } ok=1 note="" res="" t0 td s
+    local log=$out/$cn.log pcap=$out/$cn.pcap
+    t0=$(date +%s)
+    : > "$log"
+    # -B: a 64 MiB ring; the default 2 MiB lost 99 of 520 packets of a 64 KiB
+    # pingpong while QEMU took the CPUs
+    tcpdump -i "$tap" -U --immediate-mode -B 65536 -s 0 -w "$pcap" udp port 4791 > "$out/$cn.tcpdump" 2>&1 &
+    td=$!; hostpids+=("$td")
+    for _ in $(seq 100); do grep -qs 'listening on' "$out/$cn.tcpdump" && break; sleep 0.1; done
+    for s in $sizes; do
+        run_one "$s"
+        [ $ok = 1 ] || break
+    done
+    sleep 0.5   # the last ACKs
+    kill -INT "$td" 2>/dev/null; wait "$td" 2>/dev/null
+    # the decode: no malformed packet, no error-level expert info; the ICRC
+    # recomputed independently; packets per sender and opcode into the log
+    local npk mal bad counts
+    npk=$(tshark -n -r "$pcap" -Y infiniband 2>/dev/null | wc -l)
+    mal=$(tshark -n -r "$pcap" --disable-protocol rpcordma \
+          -Y '_ws.malformed || _ws.expert.severity == "error"' 2>/dev/null | wc -l)
+    bad=$(python3 "$top/tests/vectors/roce/pcap2vec.py" checkpcap "$pcap" 2>/dev/null | grep -c 'bad ICRC')
+    counts=$(tshark -n -r "$pcap" --disable-protocol rpcordma -Y infiniband -T fields \
+             -e ip.src -e infiniband.bth.opcode 2>/dev/null |
+             awk -v g="$gaddr" "$opnames"'{ k = ($1 == g ? "rxe" : "xsock") ":" (($2 + 0) in name ? name[$2 + 0] : $2); c[k]++ }
+                 END { for (k in c) printf "%s=%d\n", k, c[k] }' | sort | tr '\n' ' ')
+    # NAKs (AETH syndrome 011xxxxx) and RNR NAKs (001xxxxx) by sender: not
+    # failures (a retransmission can follow a loss), but worth seeing
+    local naks
+    naks=$(tshark -n -r "$pcap" --disable-protocol rpcordma -Y infiniband.aeth -T fields \
+           -e ip.src -e infiniband.aeth.syndrome 2>/dev/null |
+           awk -v g="$gaddr" '{ s = int($2 / 32); w = ($1 == g ? "rxe" : "xsock")
+                                if (s == 3) n[w " NAK"]++; else if (s == 1) n[w " RNR-NAK"]++ }
+                              END { for (k in n) printf "%s x%d, ", k, n[k] }')
+    [ -n "$naks" ] && note="$note${note:+; }${naks%, }"
+    local drop
+    drop=$(awk '/dropped by kernel/ { print $1 }' "$out/$cn.tcpdump")
+    [ "${drop:-0}" = 0 ] || note="$note${note:+; }tcpdump lost $drop packets"
+    { echo "## capture: $npk RoCE packets, $mal malformed/error, $bad bad ICRC, ${naks:-no NAKs}"
+      echo "## opcodes: $counts"; } >> "$log"
+    [ "$mal" = 0 ] || { ok=0; note="$note${note:+; }tshark: $mal malformed/error packets"; }
+    [ "$bad" = 0 ] || { ok=0; note="$note${note:+; }$bad bad ICRCs"; }
+    if [ $loop = 0 ] && [ "$npk" = 0 ]; then ok=0; note="$note${note:+; }no RoCE packet on the tap"; fi
+    [ $ok = 1 ] && note="$res; $npk packets: $counts${note:+; $note}"
+    local r=PASS
+    if [ $ok = 1 ]; then npass=$((npass + 1)); else r=FAIL; nfail=$((nfail + 1)); fi
+    printf 'roce: %-16s %-4s %3ss  %s\n' "$cn" "$r" "$(( $(date +%s) - t0 ))" "$note"
+    echo "| $cn | $r | $note |" >> "$results"
+}
+
+results=$out/roce.md
+{ echo "| cell | result | note |"; echo "|---|---|---|"; } > "$results"
+nfail=0 npass=0
+t_all=$(date +%s)
+for c in "${cells[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $c
+    if [ -n "$only" ] && ! echo "$1" | grep -qE "$only"; then continue; fi
+    run_cell "$@"
+done
+echo "roce: $npass passed, $nfail failed in $(( $(date +%s) - t_all )) s (table: $results)"
+[ $nfail = 0 ] && [ $keep = 0 ] && rm -rf "$out"
+[ $nfail = 0 ]
