@@ -16,6 +16,7 @@
 #include "verbs/xs_roce_priv.h"
 
 __thread bool xr_in_rx;
+atomic_uint xr_lingering;
 
 uint64_t xr_now_us(void)
 {
@@ -308,6 +309,7 @@ int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *
 
 void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err)
 {
+	atomic_store(&x->fatal, true);
 	atomic_store(&x->dead, true);
 	pthread_mutex_lock(&x->tx_mu);
 	pthread_cond_broadcast(&x->tx_cv);
@@ -344,8 +346,9 @@ static void rx_one(struct xs_roce_conn *x, const uint8_t *buf, size_t len)
 	}
 	if (roce_ops[p.bth.opcode].flags & ROCE_F_RESP)
 		xr_req_response(x, &p);
-	else
+	else if (atomic_load(&x->attached))
 		xr_resp_request(x, &p);
+	/* else lingering: the QP is gone, only our packets' ACKs matter */
 }
 
 ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
@@ -357,7 +360,7 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 	bool was = xr_in_rx;
 
 	xr_in_rx = true;
-	while (!x->failed_up && (size_t)total < budget) {
+	while (!atomic_load(&x->fatal) && (size_t)total < budget) {
 		int n;
 
 		for (int i = 0; i < XR_BATCH; i++) {
@@ -369,13 +372,13 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 		n = recvmmsg(x->rx_fd, m, XR_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			break;
-		for (int i = 0; i < n && !x->failed_up; i++) {
+		for (int i = 0; i < n && !atomic_load(&x->fatal); i++) {
 			if (m[i].msg_hdr.msg_flags & MSG_TRUNC)
 				continue;
 			rx_one(x, bufs[i], m[i].msg_len);
 		}
 		total += n;
-		if (!x->failed_up)
+		if (!atomic_load(&x->fatal) && atomic_load(&x->attached))
 			xr_resp_flush_ack(x);
 		if (n < XR_BATCH)
 			break;
@@ -387,4 +390,22 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 uint64_t xr_timers(struct xs_roce_conn *x, uint64_t now)
 {
 	return xr_req_timer(x, now);
+}
+
+void xr_let_go(struct xs_roce_conn *x)
+{
+	bool linger = false;
+
+	pthread_mutex_lock(&x->tx_mu);
+	if (x->ring_count && x->rts && !atomic_load(&x->fatal)) {
+		/* as a TCP close sends what it holds: the WRs completed when
+		 * their packets were in the ring, not when they were ACKed */
+		linger = true;
+		atomic_store(&x->lingering, true);
+		x->linger_end = xr_now_us() + (uint64_t)xs_config()->linger_ms * 1000u;
+		atomic_fetch_add(&xr_lingering, 1);
+	}
+	pthread_mutex_unlock(&x->tx_mu);
+	if (!linger)
+		xr_loop_remove(x);
 }

@@ -55,7 +55,7 @@ static void arm_event(void)
 static void drain(struct xs_roce_conn *x)
 {
 	pthread_mutex_lock(&x->rx_mu);
-	if (atomic_load(&x->attached) && !atomic_load(&x->dead))
+	if (!atomic_load(&x->fatal) && (atomic_load(&x->attached) || atomic_load(&x->lingering)))
 		xr_rx_drain(x, SIZE_MAX);
 	pthread_mutex_unlock(&x->rx_mu);
 }
@@ -161,8 +161,23 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
+/* At exit, the lingering connections' unACKed packets get their chance
+ * (XSOCK_LINGER_MS at most, as for a TCP close): the engine thread runs
+ * until the process is gone. */
+static void exit_wait(void)
+{
+	uint64_t end = xr_now_us() + (uint64_t)xs_config()->linger_ms * 1000u;
+
+	if (xr_loop.pid != getpid())
+		return; /* a fork child: the parent's connections are not ours */
+	while (atomic_load(&xr_lingering) && xr_now_us() < end)
+		xs_sleep_ms(1);
+}
+
 static int loop_start(void)
 {
+	static bool registered;
+
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all, old;
@@ -172,6 +187,9 @@ static int loop_start(void)
 		return 0;
 	/* a fork child: the parent's ring and thread are not ours */
 	xr_loop.conns = NULL;
+	atomic_store(&xr_lingering, 0);
+	if (!registered && atexit(exit_wait) == 0)
+		registered = true;
 	xr_loop.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (xr_loop.efd < 0)
 		return -errno;

@@ -46,7 +46,10 @@
 #define XR_WINDOW 128 /* PSNs in flight (rxe's requester window) */
 #define XR_RING 256 /* retransmit slots (power of 2) */
 #define XR_ACKREQ_EVERY 32 /* AckReq at least every this many packets */
-#define XR_ATOMIC_REPLAY 16 /* Atomic results kept for duplicates */
+/* Atomic results kept for duplicates, by PSN modulo this: any two PSNs a
+ * requester has in flight (128 at most, ours and rxe's
+ * RXE_MAX_UNACKED_PSNS) have their own entry */
+#define XR_ATOMIC_REPLAY 128
 #define XR_BATCH 32 /* packets per recvmmsg */
 #define XR_TX_BATCH 64 /* packets per sendmmsg */
 #define XR_PKT_MAX (ROCE_MAX_HDR_LEN + 4096 + 3 + ROCE_ICRC_LEN)
@@ -83,7 +86,13 @@ struct xs_roce_conn {
 	socklen_t to_len;
 	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
 	int rx_fd, tx_fd;
-	atomic_bool dead; /* failed or disconnected: nothing more goes out */
+	atomic_bool dead; /* disconnected or failed: no more posts */
+	atomic_bool fatal; /* failed: nothing more goes out or comes in */
+	/* the QP let go while packets were unacknowledged: the engine keeps
+	 * receiving ACKs (no upcall) and resending until the ring is empty,
+	 * the retries run out or XSOCK_LINGER_MS passed (tx_mu) */
+	atomic_bool lingering;
+	uint64_t linger_end;
 	atomic_bool attached;
 	atomic_bool closing; /* put: the engine unlists it and drops its reference */
 	atomic_bool kick; /* attached: the engine drains what came before */
@@ -111,7 +120,6 @@ struct xs_roce_conn {
 	uint32_t msn_recv, msn_rr, msn_aresp; /* DDP MSNs of the QP's queues */
 	uint32_t cur_req_psn; /* the request the QP is executing (upcall) */
 	struct xr_atomic_done adone[XR_ATOMIC_REPLAY];
-	unsigned adone_next;
 	bool failed_up; /* failed was called (no upcall follows) */
 
 	/* ---- requester, under tx_mu ---- */
@@ -154,6 +162,8 @@ static inline struct xs_conn *xr_conn(struct xs_roce_conn *x)
 /* this thread is receiving (xr_rx_drain): a post from an upcall must not
  * wait for ACKs that only this thread would read */
 extern __thread bool xr_in_rx;
+/* connections lingering: exit waits for them (xs_roce_loop.c) */
+extern atomic_uint xr_lingering;
 uint64_t xr_now_us(void);
 void xr_hold(struct xs_roce_conn *x);
 void xr_put(struct xs_roce_conn *x);
@@ -174,6 +184,10 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget);
 void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err);
 /* Timers (engine thread): the next deadline in us, 0 for none. */
 uint64_t xr_timers(struct xs_roce_conn *x, uint64_t now);
+
+/* The QP's reference goes (tp->put): linger while packets are unACKed,
+ * then unlist.  Any thread, no lock held. */
+void xr_let_go(struct xs_roce_conn *x);
 
 /* ---- xs_roce_loop.c ---- */
 /* add: starts the thread with the first; the engine holds a reference

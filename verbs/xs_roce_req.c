@@ -420,6 +420,14 @@ static void on_read_resp(struct xs_roce_conn *x, const struct roce_pkt *p)
 	}
 	rd = s->rd;
 	got = s->rd_got;
+	if (!atomic_load(&x->attached)) { /* lingering: nobody to place for */
+		if (oi->flags & ROCE_F_LAST)
+			pop_head(x);
+		else
+			s->rd_got++;
+		pthread_mutex_unlock(&x->tx_mu);
+		return;
+	}
 	pthread_mutex_unlock(&x->tx_mu);
 
 	off = (uint64_t)got * x->path.mtu;
@@ -470,7 +478,7 @@ static void on_atomic_ack(struct xs_roce_conn *x, const struct roce_pkt *p)
 	r.value = p->atm_orig;
 	pop_head(x);
 	pthread_mutex_unlock(&x->tx_mu);
-	if (!x->q_aresp)
+	if (!x->q_aresp || !atomic_load(&x->attached))
 		return;
 	rdmap_atomic_resp_encode(&r, body);
 	struct ddp_hdr h = { .qn = RDMAP_QN_ATOMIC_RESP, .msn = x->msn_aresp, .last = true,
@@ -517,7 +525,7 @@ uint64_t xr_req_timer(struct xs_roce_conn *x, uint64_t now)
 	if (pthread_mutex_trylock(&x->rx_mu))
 		return now + 1000; /* a poller receives: look again soon */
 	pthread_mutex_lock(&x->tx_mu);
-	if (x->rts && !atomic_load(&x->dead)) {
+	if (x->rts && !atomic_load(&x->fatal)) {
 		if (x->rnr_at && now >= x->rnr_at) {
 			x->rnr_at = 0;
 			go_back(x);
@@ -532,6 +540,16 @@ uint64_t xr_req_timer(struct xs_roce_conn *x, uint64_t now)
 			}
 		}
 		next = x->rnr_at ? x->rnr_at : x->rto_at;
+	}
+	if (atomic_load(&x->lingering) && (!x->ring_count || now >= x->linger_end || out ||
+			     atomic_load(&x->fatal))) {
+		if (x->ring_count)
+			xs_log("roce: QP %u: closed with %u packets unacknowledged", x->path.qpn,
+			       x->ring_count);
+		atomic_store(&x->lingering, false);
+		atomic_fetch_sub(&xr_lingering, 1);
+		xr_loop_remove(x);
+		next = 0;
 	}
 	pthread_mutex_unlock(&x->tx_mu);
 	if (out)

@@ -107,10 +107,9 @@ static void do_read(struct xs_roce_conn *x, const struct roce_pkt *p)
 
 static struct xr_atomic_done *atomic_done(struct xs_roce_conn *x, uint32_t psn)
 {
-	for (unsigned i = 0; i < XR_ATOMIC_REPLAY; i++)
-		if (x->adone[i].valid && x->adone[i].psn == psn)
-			return &x->adone[i];
-	return NULL;
+	struct xr_atomic_done *a = &x->adone[psn % XR_ATOMIC_REPLAY];
+
+	return a->valid && a->psn == psn ? a : NULL;
 }
 
 static void do_atomic(struct xs_roce_conn *x, const struct roce_pkt *p)
@@ -348,12 +347,7 @@ int xr_resp_read(struct xs_roce_conn *x, uint32_t psn, const uint8_t *src, uint3
 int xr_resp_atomic(struct xs_roce_conn *x, uint32_t psn, uint64_t orig)
 {
 	struct roce_pkt p;
-	struct xr_atomic_done *a = atomic_done(x, psn);
-
-	if (!a) {
-		a = &x->adone[x->adone_next++ % XR_ATOMIC_REPLAY];
-		*a = (struct xr_atomic_done){ psn, true, orig };
-	}
+	x->adone[psn % XR_ATOMIC_REPLAY] = (struct xr_atomic_done){ psn, true, orig };
 	xr_resp_flush_ack(x);
 	memset(&p, 0, sizeof(p));
 	p.bth.opcode = ROCE_RC_ATOMIC_ACK;
@@ -379,6 +373,7 @@ int xr_resp_nak(struct xs_roce_conn *x, const struct rdmap_term *t)
 	       x->cur_req_psn, ROCE_AETH_NAK | nak, e->layer, e->etype, e->ecode);
 	xr_resp_flush_ack(x);
 	send_aeth(x, ROCE_AETH_NAK | nak, x->cur_req_psn);
+	atomic_store(&x->fatal, true);
 	atomic_store(&x->dead, true);
 	x->failed_up = true; /* the QP goes to error itself */
 	return 0;

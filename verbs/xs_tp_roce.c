@@ -161,7 +161,8 @@ static void tp_disconnect(struct xs_conn *c)
 	pthread_mutex_unlock(&x->tx_mu);
 }
 
-/* The QP's reference: no upcall runs after this returns. */
+/* The QP's reference: no upcall runs after this returns; what the QP
+ * sent and the peer has not ACKed yet is still resent (xr_let_go). */
 static void tp_put(struct xs_conn *c)
 {
 	struct xs_roce_conn *x = xr_of(c);
@@ -171,7 +172,7 @@ static void tp_put(struct xs_conn *c)
 	atomic_store(&x->attached, false);
 	x->failed_up = true;
 	pthread_mutex_unlock(&x->rx_mu);
-	xr_loop_remove(x);
+	xr_let_go(x);
 	xr_put(x);
 }
 
