@@ -20,17 +20,18 @@
  * (xs_internal.h says which).
  *
  * The up-calls, transport -> QP, are struct xs_conn_ops (xs_internal.h).
- * Not neutral yet (a RoCE transport needs these changed first):
- *  - the up-calls carry RDMAP/DDP types (enum rdmap_opcode, struct
- *    ddp_delivery, struct ddp_hdr, the Terminate triple in struct xs_err),
- *    and the QP decodes Read/Atomic Requests and the peer's Terminate
- *    itself (verbs_qp_rx.c, verbs_qp_flush.c);
- *  - terminate takes a struct rdmap_term (RoCE: a NAK code);
- *  - the CM side takes struct mpa_prefs / mpa_frame / mpa_agreed and TCP
- *    listeners (xs_plain_fn: mixed listeners);
- *  - nothing carries the QP's path attributes (dest QPN, GID, PSNs, path
- *    MTU, timeouts: kept for query_qp only), which a RoCE QP connected
- *    without the CM needs at RTR/RTS. */
+ * They carry RDMAP/DDP types (enum rdmap_opcode, struct ddp_delivery,
+ * struct ddp_hdr, the Terminate triple in struct xs_err), and the QP
+ * decodes Read/Atomic Requests and the peer's Terminate itself
+ * (verbs_qp_rx.c, verbs_qp_flush.c).  The RoCE transport (xs_tp_roce.c)
+ * speaks them: it places into the QP's DDP queues and hands Read/Atomic
+ * Requests up as RDMAP bodies (docs/architecture.md says how); terminate's
+ * struct rdmap_term becomes a NAK code there.  A RoCE QP's path attributes
+ * (dest QPN, GID, PSNs, MTU, timeouts) reach its transport from
+ * ibv_modify_qp (verbs_qp.c, xs_roce.h), not through this table.
+ * Still iWARP's alone: the CM side (struct mpa_prefs / mpa_frame /
+ * mpa_agreed, TCP and mixed listeners); the RoCE CM (IB CM MADs) is
+ * issue 18's. */
 #ifndef XS_TRANSPORT_H
 #define XS_TRANSPORT_H
 

@@ -61,6 +61,9 @@ for dir in hc gc; do
     done
     cells+=("$dir-atomic_bw $dir atomic_bw 8")
 done
+# port 4791 shared: two xsock processes on the host at once, each with its
+# own pingpong against its own rxe server (docs/interop.md, RoCE)
+cells+=("hc-pp2-4096 hc pingpong2 4096")
 
 if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 [ "$(id -u)" = 0 ] || { echo "roce: SKIP: needs root (QEMU guest, tap device)"; exit 77; }
@@ -112,13 +115,13 @@ fi
 mtu=1024
 # cmd_of TOOL SIZE SIDE(g|h) ROLE(srv|cli) PORT -> the command line
 cmd_of() {
-    local tool=$1 size=$2 side=$3 role=$4 port=$5 dev idx peer n
+    local tool=$1 size=$2 side=$3 role=$4 port=$5 dev idx peer n  # $6: iterations
     if [ "$side" = g ]; then dev=rxe0 idx=$gidx peer=$haddr; else dev=$hdev idx=$hidx peer=$gaddr; fi
     [ $loop = 1 ] && peer=$gaddr
     [ "$role" = srv ] && peer=""
     case $tool in
         pingpong)
-            n=10; [ "$size" -ge 65536 ] && n=4
+            n=${6:-10}; [ "$size" -ge 65536 ] && n=4
             [ $soak = 1 ] && n=$((n * 10))
             # -c: both ends check the data they receive
             echo "ibv_rc_pingpong -d $dev -g $idx -m $mtu -s $size -n $n -p $port -c $peer" ;;
@@ -151,9 +154,42 @@ host_fg() { # host_fg CMD LOG -> rc: the xsock half as a client
     timeout 60 "$xs_run" $1 > "$2" 2>&1
 }
 
+# run_two: two host pingpong clients at once (two processes on 4791),
+# each against its own rxe server (dynamic scope: run_cell's locals)
+run_two() {
+    local size=$1 p1 p2 j1 j2 h1 h2 rc1=0 rc2=0 g1=0 g2=0 s1 s2 c1 c2
+    p1=$(free_port); p2=$(free_port)
+    while [ "$p2" = "$p1" ]; do p2=$(free_port); done
+    s1=$(cmd_of pingpong "$size" g srv "$p1" 100); s2=$(cmd_of pingpong "$size" g srv "$p2" 100)
+    c1=$(cmd_of pingpong "$size" h cli "$p1" 100); c2=$(cmd_of pingpong "$size" h cli "$p2" 100)
+    echo "## rxe (guest servers): $s1 | $s2" >> "$log"
+    j1=$("$g" bg --name "$name" -- sh -c "exec timeout 90 $s1 > /host/$cn.1.rxe 2>&1")
+    j2=$("$g" bg --name "$name" -- sh -c "exec timeout 90 $s2 > /host/$cn.2.rxe 2>&1")
+    gx "xs-wait-port $p1 20 && xs-wait-port $p2 20" >> "$log" 2>&1 ||
+        { ok=0; note="rxe servers did not listen"; return; }
+    echo "## xsock (two host clients at once): $c1 | $c2" >> "$log"
+    # shellcheck disable=SC2086 # CMD: words
+    timeout 60 "$xs_run" $c1 > "$out/$cn.1.xsock" 2>&1 &
+    h1=$!
+    # shellcheck disable=SC2086
+    timeout 60 "$xs_run" $c2 > "$out/$cn.2.xsock" 2>&1 &
+    h2=$!
+    wait "$h1" || rc1=$?
+    wait "$h2" || rc2=$?
+    "$g" wait --name "$name" --timeout 90 "$j1" > /dev/null 2>&1 || g1=$?
+    "$g" wait --name "$name" --timeout 90 "$j2" > /dev/null 2>&1 || g2=$?
+    for f in "$out/$cn".[12].*; do echo "## $(basename "$f"):"; cat "$f"; done >> "$log" 2>/dev/null
+    if [ $rc1 != 0 ] || [ $rc2 != 0 ] || [ $g1 != 0 ] || [ $g2 != 0 ]; then
+        ok=0; note="xsock rc $rc1/$rc2, rxe rc $g1/$g2"; return
+    fi
+    res="$size:$(grep -h 'usec/iter' "$out/$cn.1.xsock" | awk '{print $(NF-1)}')+$(grep -h 'usec/iter' "$out/$cn.2.xsock" | awk '{print $(NF-1)}') us/iter (2 processes)"
+    rm -f "$out/$cn".[12].*
+}
+
 # run_one: one server/client run (dynamic scope: run_cell's locals)
 run_one() {
     local size=$1 port hrc=0 grc=0 job sc cc hl gl
+    if [ "$tool" = pingpong2 ]; then run_two "$size"; return; fi
     hl=$out/$cn.$size.xsock gl=$out/$cn.$size.rxe
     port=$(free_port)
     if [ "$dir" = hc ]; then
