@@ -51,7 +51,7 @@ enum xs_kind { XS_KIND_BOOL, XS_KIND_UINT, XS_KIND_ENUM, XS_KIND_STR };
 	X(FIN_DELAY_MS, UINT, "200", 0, 10000, NULL, XS_BY_IWARP,                                  \
 	  "the FIN to a peer that is not an xsock leaves this much later")                         \
 	X(LINGER_MS, UINT, "1000", 0, 60000, NULL, XS_BY_BOTH,                                     \
-	  "a closed connection drains until the peer's FIN, this long at most")                    \
+	  "a closed connection drains (until the peer's FIN or ACK), this long at most")                    \
 	X(RNR_MS, UINT, "1000", 0, 60000, NULL, XS_BY_IWARP,                                       \
 	  "a Send that arrives before its receive waits this long (0: Terminate)")                 \
 	X(RDMAP_EXT, BOOL, "1", 0, 0, NULL, XS_BY_IWARP,                                           \
