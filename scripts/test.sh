@@ -48,7 +48,7 @@ tsan="-fsanitize=thread -fno-omit-frame-pointer"
 if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" make -C "$top/build-tsan" -s -j"$(nproc)" check \
     TESTS="tests/test-cm-basic tests/test-cm-e2e tests/test-verbs-objects tests/test-stag-security \
 tests/test-verbs-errors tests/test-verbs-faults tests/test-verbs-fork tests/test-malicious-peer tests/test-cm-close tests/test-cm-settle \
-tests/test-verbs-srq"; then
+tests/test-verbs-srq tests/test-roce-rc"; then
     print_failed "$top/build-tsan/tests"
     exit 1
 fi

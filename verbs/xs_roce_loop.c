@@ -60,9 +60,30 @@ static void drain(struct xs_roce_conn *x)
 	pthread_mutex_unlock(&x->rx_mu);
 }
 
-/* Under xr_loop.mu: arm the new connections, drain the kicked ones,
- * unlist the closing ones and cancel their polls (the poll's last
- * completion drops the engine's reference; unarmed: dropped here). */
+/* The connections the loop works on after dropping xr_loop.mu (it is
+ * a leaf: the QP lock is held when a connection is added, and a drain's
+ * upcalls take it), each held.  Engine thread only. */
+static struct xs_roce_conn **xr_work;
+static size_t xr_work_n, xr_work_cap;
+
+static void work_add(struct xs_roce_conn *x)
+{
+	if (xr_work_n == xr_work_cap) {
+		size_t cap = xr_work_cap ? 2 * xr_work_cap : 64;
+		struct xs_roce_conn **w = realloc(xr_work, cap * sizeof(*w));
+
+		if (!w)
+			return; /* its timers run at the next round */
+		xr_work = w;
+		xr_work_cap = cap;
+	}
+	xr_hold(x);
+	xr_work[xr_work_n++] = x;
+}
+
+/* Under xr_loop.mu: arm the new connections, unlist the closing ones and
+ * cancel their polls (the poll's last completion drops the engine's
+ * reference; unarmed: dropped here), and hold the others in xr_work. */
 static void take_commands(void)
 {
 	struct xs_roce_conn **pp = &xr_loop.conns, *x;
@@ -86,8 +107,7 @@ static void take_commands(void)
 		}
 		if (!x->armed)
 			arm(x);
-		if (atomic_exchange(&x->kick, false))
-			drain(x);
+		work_add(x);
 		pp = &x->next;
 	}
 }
@@ -111,14 +131,20 @@ static void *loop_main(void *arg)
 
 		pthread_mutex_lock(&xr_loop.mu);
 		take_commands();
-		for (struct xs_roce_conn *x = xr_loop.conns; x; x = x->next) {
-			uint64_t t = xr_timers(x, now);
-
-			if (t && t < next)
-				next = t;
-		}
 		pthread_mutex_unlock(&xr_loop.mu);
 		io_uring_submit(&xr_loop.ring);
+		for (size_t i = 0; i < xr_work_n; i++) {
+			struct xs_roce_conn *x = xr_work[i];
+			uint64_t t;
+
+			if (atomic_exchange(&x->kick, false))
+				drain(x);
+			t = xr_timers(x, now);
+			if (t && t < next)
+				next = t;
+			xr_put(x);
+		}
+		xr_work_n = 0;
 		now = xr_now_us();
 		next = next > now + 50 ? next - now : 50;
 		ts.tv_sec = (long long)(next / 1000000u);
