@@ -308,11 +308,19 @@ static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
 	int rc;
 
 	if ((mask & need) != need || !attr->ah_attr.is_global || attr->path_mtu < IBV_MTU_256 ||
-	    attr->path_mtu > IBV_MTU_4096)
+	    attr->path_mtu > IBV_MTU_4096) {
+		/* as rxe: a RoCE path is an IP path, named by a GRH */
+		xs_log("QP %u: RTR on xsock_roce0 needs an AV with a GRH (is_global), the path MTU, "
+		       "dest QPN, RQ PSN, max_dest_rd_atomic and min_rnr_timer",
+		       q->qp.qp_num);
 		return EINVAL;
+	}
 	memset(&p, 0, sizeof(p));
-	if (xs_roce_gid_addr(attr->ah_attr.grh.sgid_index, &p.local) < 0)
+	if (xs_roce_gid_addr(attr->ah_attr.grh.sgid_index, &p.local) < 0) {
+		xs_log("QP %u: no GID %u on xsock_roce0", q->qp.qp_num,
+		       attr->ah_attr.grh.sgid_index);
 		return EINVAL;
+	}
 	xs_roce_gid_to_addr(&attr->ah_attr.grh.dgid, &p.peer);
 	p.qpn = q->qp.qp_num;
 	p.dest_qpn = attr->dest_qp_num;
