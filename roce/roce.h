@@ -113,6 +113,19 @@ struct roce_op_info {
 
 extern const struct roce_op_info roce_ops[256];
 
+/* The opcode of a packet of a message of kind k: the first, a middle one,
+ * the last, or the only one. */
+enum roce_msg_kind {
+	ROCE_MSG_SEND,
+	ROCE_MSG_SEND_IMM,
+	ROCE_MSG_SEND_INV,
+	ROCE_MSG_WRITE,
+	ROCE_MSG_WRITE_IMM,
+	ROCE_MSG_READ_RESP,
+	ROCE_MSG_KINDS
+};
+uint8_t roce_msg_opcode(enum roce_msg_kind k, bool first, bool last);
+
 /* ---- ICRC (roce_icrc.c) ----------------------------------------------------- */
 
 /* The addresses the ICRC covers through the masked IP and UDP headers.

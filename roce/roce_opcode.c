@@ -69,3 +69,24 @@ const struct roce_op_info roce_ops[256] = {
 };
 
 _Static_assert(B + ROCE_ATMETH_LEN == ROCE_MAX_HDR_LEN, "the atomics have the longest headers");
+
+/* {FIRST, MIDDLE, LAST, ONLY} of each kind of message */
+static const uint8_t roce_msg_ops[ROCE_MSG_KINDS][4] = {
+	[ROCE_MSG_SEND] = { ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST,
+			    ROCE_RC_SEND_ONLY },
+	[ROCE_MSG_SEND_IMM] = { ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_IMM,
+				ROCE_RC_SEND_ONLY_IMM },
+	[ROCE_MSG_SEND_INV] = { ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_INV,
+				ROCE_RC_SEND_ONLY_INV },
+	[ROCE_MSG_WRITE] = { ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST,
+			     ROCE_RC_WRITE_ONLY },
+	[ROCE_MSG_WRITE_IMM] = { ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE,
+				 ROCE_RC_WRITE_LAST_IMM, ROCE_RC_WRITE_ONLY_IMM },
+	[ROCE_MSG_READ_RESP] = { ROCE_RC_READ_RESP_FIRST, ROCE_RC_READ_RESP_MIDDLE,
+				 ROCE_RC_READ_RESP_LAST, ROCE_RC_READ_RESP_ONLY },
+};
+
+uint8_t roce_msg_opcode(enum roce_msg_kind k, bool first, bool last)
+{
+	return roce_msg_ops[k][first && last ? 3 : first ? 0 : last ? 2 : 1];
+}

@@ -252,38 +252,39 @@ static void test_send_write_read(struct end *a, struct end *b)
 	}
 }
 
-static void test_atomics(struct end *a, struct end *b)
+/* one atomic from a on b's word at 4096: the old value comes back, the
+ * word becomes want */
+static void atomic_step(struct end *a, struct end *b, enum ibv_wr_opcode op, uint64_t cmp_add,
+			uint64_t swap, uint64_t old, uint64_t want)
 {
 	struct ibv_sge sg = { (uintptr_t)a->buf, 8, a->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sg, .num_sge = 1,
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sg, .num_sge = 1, .opcode = op,
 				  .send_flags = IBV_SEND_SIGNALED },
 			   *bad;
 	uint64_t *target = (uint64_t *)(void *)(b->buf + 4096), got;
 	struct ibv_wc wc;
 
-	*target = 40;
-	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr.wr.atomic.remote_addr = (uintptr_t)target;
 	wr.wr.atomic.rkey = b->mr->rkey;
-	wr.wr.atomic.compare_add = 2;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
 	REQUIRE(ibv_post_send(a->qp, &wr, &bad) == 0);
 	REQUIRE(wait_wc(a, &wc) == 1);
 	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ_U(wc.opcode, IBV_WC_FETCH_ADD);
+	CHECK_EQ_U(wc.opcode, op == IBV_WR_ATOMIC_FETCH_AND_ADD ? IBV_WC_FETCH_ADD : IBV_WC_COMP_SWAP);
 	memcpy(&got, a->buf, 8);
-	CHECK_EQ_U(got, 40);
-	CHECK_EQ_U(*target, 42);
+	CHECK_EQ_U(got, old);
+	CHECK_EQ_U(*target, want);
+}
 
-	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	wr.wr.atomic.compare_add = 42;
-	wr.wr.atomic.swap = 7;
-	REQUIRE(ibv_post_send(a->qp, &wr, &bad) == 0);
-	REQUIRE(wait_wc(a, &wc) == 1);
-	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ_U(wc.opcode, IBV_WC_COMP_SWAP);
-	memcpy(&got, a->buf, 8);
-	CHECK_EQ_U(got, 42);
-	CHECK_EQ_U(*target, 7);
+static void test_atomics(struct end *a, struct end *b)
+{
+	uint64_t v = 40;
+
+	memcpy(b->buf + 4096, &v, 8);
+	atomic_step(a, b, IBV_WR_ATOMIC_FETCH_AND_ADD, 2, 0, 40, 42);
+	atomic_step(a, b, IBV_WR_ATOMIC_CMP_AND_SWP, 42, 7, 42, 7);
+	atomic_step(a, b, IBV_WR_ATOMIC_CMP_AND_SWP, 42, 9, 7, 7); /* no match: unchanged */
 }
 
 /* a Send before its receive: RNR NAKs until the receive is posted */

@@ -170,6 +170,10 @@ static int req_message(struct xs_roce_conn *x, bool write, unsigned flags, uint3
 {
 	uint64_t total = iov_len(iov, cnt);
 	uint32_t n, mtu = x->path.mtu;
+	enum roce_msg_kind kind = write ? ((flags & XS_TP_IMM) ? ROCE_MSG_WRITE_IMM : ROCE_MSG_WRITE)
+				  : (flags & XS_TP_IMM) ? ROCE_MSG_SEND_IMM
+				  : (flags & XS_TP_INV) ? ROCE_MSG_SEND_INV
+							: ROCE_MSG_SEND;
 	int rc = 0;
 
 	if (total > UINT32_MAX)
@@ -180,33 +184,15 @@ static int req_message(struct xs_roce_conn *x, bool write, unsigned flags, uint3
 		struct roce_pkt p;
 		bool first = i == 0, last = i == n - 1;
 		uint32_t len = last ? (uint32_t)(total - (uint64_t)i * mtu) : mtu;
-		uint8_t op;
 
 		rc = wait_room(x, 1);
 		if (rc < 0)
 			break;
 		memset(&p, 0, sizeof(p));
-		if (write) {
-			op = first && last ? ROCE_RC_WRITE_ONLY
-			     : first	   ? ROCE_RC_WRITE_FIRST
-			     : last	   ? ROCE_RC_WRITE_LAST
-					   : ROCE_RC_WRITE_MIDDLE;
-			if (last && (flags & XS_TP_IMM))
-				op = first ? ROCE_RC_WRITE_ONLY_IMM : ROCE_RC_WRITE_LAST_IMM;
-			if (first)
-				p.reth = (struct roce_reth){ va, rkey, (uint32_t)total };
-		} else {
-			op = first && last ? ROCE_RC_SEND_ONLY
-			     : first	   ? ROCE_RC_SEND_FIRST
-			     : last	   ? ROCE_RC_SEND_LAST
-					   : ROCE_RC_SEND_MIDDLE;
-			if (last && (flags & XS_TP_IMM))
-				op = first ? ROCE_RC_SEND_ONLY_IMM : ROCE_RC_SEND_LAST_IMM;
-			else if (last && (flags & XS_TP_INV))
-				op = first ? ROCE_RC_SEND_ONLY_INV : ROCE_RC_SEND_LAST_INV;
-			p.ieth = inv;
-		}
-		p.bth.opcode = op;
+		if (write && first)
+			p.reth = (struct roce_reth){ va, rkey, (uint32_t)total };
+		p.ieth = inv;
+		p.bth.opcode = roce_msg_opcode(kind, first, last);
 		p.bth.se = last && (flags & XS_TP_SE);
 		p.imm = imm;
 		emit(x, &p, iov, cnt, (size_t)i * mtu, len, write ? XR_WRITE : XR_SEND, 1);

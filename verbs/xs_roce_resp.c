@@ -332,10 +332,7 @@ int xr_resp_read(struct xs_roce_conn *x, uint32_t psn, const uint8_t *src, uint3
 		struct roce_pkt p;
 
 		memset(&p, 0, sizeof(p));
-		p.bth.opcode = first && last ? ROCE_RC_READ_RESP_ONLY
-			       : first	     ? ROCE_RC_READ_RESP_FIRST
-			       : last	     ? ROCE_RC_READ_RESP_LAST
-					     : ROCE_RC_READ_RESP_MIDDLE;
+		p.bth.opcode = roce_msg_opcode(ROCE_MSG_READ_RESP, first, last);
 		p.bth.psn = roce_psn_add(psn, i);
 		p.aeth = (struct roce_aeth){ ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
 					     x->msn & ROCE_MSN_MASK };
