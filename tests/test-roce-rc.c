@@ -317,25 +317,38 @@ static void test_bad_rkey(struct end *a, struct end *b)
 	struct ibv_qp_init_attr qi;
 	struct ibv_wc wc;
 	struct timespec t0, t;
+	bool seen = false;
 
 	wr.wr.rdma.remote_addr = (uintptr_t)b->buf;
 	wr.wr.rdma.rkey = b->mr->rkey ^ 0x5a5a00;
 	REQUIRE(ibv_post_send(a->qp, &wr, &bad) == 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		while (ibv_poll_cq(a->cq, 1, &wc) > 0 || ibv_poll_cq(b->cq, 1, &wc) > 0)
+		while (ibv_poll_cq(a->cq, 1, &wc) > 0) {
+			if (wc.wr_id == 9) {
+				CHECK_EQ_U(wc.status, IBV_WC_REM_ACCESS_ERR);
+				seen = true;
+			}
+		}
+		while (ibv_poll_cq(b->cq, 1, &wc) > 0)
 			;
 		CHECK(ibv_query_qp(b->qp, &qa, IBV_QP_STATE, &qi) == 0);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (qa.qp_state != IBV_QPS_ERR && t.tv_sec - t0.tv_sec < 10);
 	CHECK_EQ_U(qa.qp_state, IBV_QPS_ERR);
 	do {
-		while (ibv_poll_cq(a->cq, 1, &wc) > 0)
-			;
+		while (ibv_poll_cq(a->cq, 1, &wc) > 0) {
+			/* the WR the NAK names completes with its status */
+			if (wc.wr_id == 9) {
+				CHECK_EQ_U(wc.status, IBV_WC_REM_ACCESS_ERR);
+				seen = true;
+			}
+		}
 		CHECK(ibv_query_qp(a->qp, &qa, IBV_QP_STATE, &qi) == 0);
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (qa.qp_state != IBV_QPS_ERR && t.tv_sec - t0.tv_sec < 10);
+	} while ((qa.qp_state != IBV_QPS_ERR || !seen) && t.tv_sec - t0.tv_sec < 10);
 	CHECK_EQ_U(qa.qp_state, IBV_QPS_ERR);
+	CHECK(seen);
 }
 
 static void pair(struct end *a, struct end *b)

@@ -517,6 +517,8 @@ static int qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, str
 	if (qp_conn(q) || q->rx_extra)
 		return -EBUSY;
 	q->ext = p->ext;
+	q->acked_tx = p->acked;
+	q->fail_st_valid = false;
 	q->ird_buf_len = p->req_buf_len;
 	q->ird_bufs = malloc((size_t)ird * q->ird_buf_len);
 	if (!q->ird_bufs)

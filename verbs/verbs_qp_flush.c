@@ -56,20 +56,25 @@ static enum ibv_wc_status term_status(const struct rdmap_term *t, const struct x
 }
 
 /* Empty the send FIFO: Reads flush (the first with the status the peer's
- * Terminate t gives it), done WRs behind them too unless they failed on
- * their own.  complete = false discards (to RESET). */
+ * Terminate t gives it; on an acked transport the first WR still waiting,
+ * Read or not, with q->fail_st when the transport named one), done WRs
+ * behind them too unless they failed on their own.  complete = false
+ * discards (to RESET). */
 void flush_sq(struct xs_qp *q, bool complete, const struct rdmap_term *t)
 {
 	pthread_mutex_lock(&q->rd_lock);
 	for (bool first = true; q->sq_count; sq_pop(q)) {
 		struct xs_sqe *e = &q->sq[q->sq_head];
 		enum ibv_wc_status st = IBV_WC_WR_FLUSH_ERR;
+		bool waits = e->read || e->wait_ack;
 
 		if (e->read && first && t)
 			st = term_status(t, e);
-		else if (!e->read && e->st != IBV_WC_SUCCESS)
+		else if (!waits && e->st != IBV_WC_SUCCESS)
 			st = e->st;
-		if (e->read)
+		if (waits && first && q->fail_st_valid)
+			st = q->fail_st;
+		if (waits)
 			first = false;
 		if (e->slot) /* still going out: its poster completes it */
 			complete ? slot_to_cq(q, e->slot) : (void)(e->slot->where = XS_SLOT_GONE);
@@ -78,6 +83,24 @@ void flush_sq(struct xs_qp *q, bool complete, const struct rdmap_term *t)
 	}
 	pthread_cond_broadcast(&q->rd_cond);
 	pthread_mutex_unlock(&q->rd_lock);
+}
+
+/* The status an acked transport's failure gives the WR it failed on
+ * (qp_failed): the peer's NAK (remote access, remote operation, invalid
+ * request), or our retries (LLP/0/0x02 retries, 0x03 RNR retries). */
+enum ibv_wc_status qp_fail_status(const struct xs_err *e)
+{
+	if (e->layer == XS_LAYER_RDMAP && e->etype == RDMAP_ETYPE_REMOTE_PROT)
+		return IBV_WC_REM_ACCESS_ERR;
+	if (e->layer == XS_LAYER_RDMAP && e->etype == RDMAP_ETYPE_REMOTE_OP)
+		return IBV_WC_REM_OP_ERR;
+	if (e->layer == XS_LAYER_DDP)
+		return IBV_WC_REM_INV_REQ_ERR;
+	if (e->layer == XS_LAYER_LLP && e->ecode == 0x02)
+		return IBV_WC_RETRY_EXC_ERR;
+	if (e->layer == XS_LAYER_LLP && e->ecode == 0x03)
+		return IBV_WC_RNR_RETRY_EXC_ERR;
+	return IBV_WC_WR_FLUSH_ERR;
 }
 
 /* To ERROR, flushing every WR.  engine: called from an upcall (the engine

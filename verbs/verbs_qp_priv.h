@@ -69,6 +69,7 @@ struct xs_sqe {
 	enum ibv_wc_opcode op;
 	enum ibv_wc_status st; /* a done WR's */
 	bool read; /* waits for its response: an RDMA Read or an Atomic */
+	bool wait_ack; /* a Send/Write waiting for the peer's ACK (acked transports) */
 	bool atomic; /* RFC 7306: its Atomic Response carries req_id */
 	bool signaled;
 	uint32_t req_id;
@@ -102,6 +103,11 @@ struct xs_qp {
 	uint8_t *ird_bufs;
 	uint32_t ird_buf_len; /* xs_ird_buf_len */
 	bool ext; /* the connection agreed on RFC 7306 (set by bind) */
+	bool acked_tx; /* Sends/Writes complete on the transport's acked upcall (bind) */
+	/* the status of the first WR still waiting when the transport failed
+	 * (acked transports; rd_lock) */
+	bool fail_st_valid;
+	enum ibv_wc_status fail_st;
 	struct ddp_queue arq; /* QN 3 (Atomic Responses), when ext */
 	uint8_t *arq_bufs;
 	/* Send with Immediate: the imm of an attached Immediate Data, for
@@ -210,6 +216,7 @@ void sq_settle(struct xs_qp *q, struct xs_sq_slot *slot, uint64_t wr_id,
 void flush_recvs(struct xs_qp *q, bool complete);
 /* Empty the send FIFO (takes rd_lock); t: the peer's Terminate, if any,
  * which gives the first Read its status.  complete = false discards. */
+enum ibv_wc_status qp_fail_status(const struct xs_err *e);
 void flush_sq(struct xs_qp *q, bool complete, const struct rdmap_term *t);
 /* To ERROR, flushing every WR.  engine: from an upcall (the conn rx lock
  * may be held; only rx_lock is taken), else any application thread

@@ -369,6 +369,12 @@ static void qp_failed(void *ctx, bool local, const struct xs_err *err)
 	bool closed = err && err->layer == XS_LAYER_LLP && err->etype == 0 && err->ecode == 0x01;
 
 	__atomic_store_n(&q->conn_dead, true, __ATOMIC_RELEASE);
+	if (!local && err && q->acked_tx) { /* RoCE: the WR the NAK or retries name */
+		pthread_mutex_lock(&q->rd_lock);
+		q->fail_st = qp_fail_status(err);
+		q->fail_st_valid = true;
+		pthread_mutex_unlock(&q->rd_lock);
+	}
 	qp_enter_error(q, true, !local && q->term_valid ? &q->term : NULL);
 	if (!closed)
 		qp_fatal(q);
@@ -396,7 +402,29 @@ int qp_srq_refill(void *ctx, struct ddp_queue *rq)
 	return rc;
 }
 
+/* The n oldest Sends/Writes were acknowledged (acked transports; engine
+ * or polling thread, conn rx lock held): complete them, and the done WRs
+ * behind them. */
+static void qp_acked(void *ctx, unsigned n)
+{
+	struct xs_qp *q = ctx;
+
+	pthread_mutex_lock(&q->rd_lock);
+	while (n && q->sq_count && q->sq[q->sq_head].wait_ack) {
+		struct xs_sqe *e = &q->sq[q->sq_head];
+
+		if (e->signaled)
+			push_wc(q->qp.send_cq, q, e->wr_id, e->op, IBV_WC_SUCCESS, e->len);
+		sq_pop(q);
+		sq_drain(q);
+		n--;
+	}
+	pthread_cond_broadcast(&q->rd_cond);
+	pthread_mutex_unlock(&q->rd_lock);
+}
+
 const struct xs_conn_ops xs_qp_conn_ops = {
+	.acked = qp_acked,
 	.resolve = qp_resolve,
 	.deliver = qp_deliver,
 	.tagged_last = qp_tagged_last,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The send FIFO of a QP: completions of its send queue in WR order.  An
- * outstanding RDMA Read (or Atomic) holds its place at the head; a WR done
- * behind it waits there and completes with it (verbs_qp_priv.h). */
+ * outstanding RDMA Read (or Atomic), and on an acked transport (RoCE) a
+ * Send or Write the peer has not acknowledged, holds its place at the
+ * head; a WR done behind it waits there and completes with it
+ * (verbs_qp_priv.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -57,7 +59,7 @@ void slot_to_cq(struct xs_qp *q, struct xs_sq_slot *slot)
  * completed. */
 void sq_drain(struct xs_qp *q)
 {
-	while (q->sq_count && !q->sq[q->sq_head].read) {
+	while (q->sq_count && !q->sq[q->sq_head].read && !q->sq[q->sq_head].wait_ack) {
 		struct xs_sqe *e = &q->sq[q->sq_head];
 
 		if (e->slot) /* still going out: its CQ entry is its place now */

@@ -290,7 +290,21 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	 * behind a Read */
 	struct xs_sq_slot one, *slot = NULL;
 
-	if (signaled) {
+	if (q->acked_tx) {
+		/* completes on the peer's ACK, in WR order: its place in the
+		 * FIFO even unsignaled (qp_acked counts them) */
+		pthread_mutex_lock(&q->rd_lock);
+		if (sq_reserve(q, 1)) {
+			pthread_mutex_unlock(&q->rd_lock);
+			return ENOMEM;
+		}
+		*sq_at(q, q->sq_count) = (struct xs_sqe){
+			.wr_id = wr->wr_id, .len = (uint32_t)total, .op = wop, .wait_ack = true,
+			.signaled = signaled,
+		};
+		q->sq_count++;
+		pthread_mutex_unlock(&q->rd_lock);
+	} else if (signaled) {
 		slot = k && k->c ? &k->wc[k->n].slot : &one;
 		if (sq_take(q, slot))
 			return ENOMEM;
@@ -325,6 +339,8 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 		qp_enter_error(q, false, NULL);
 		return 0;
 	}
+	if (q->acked_tx)
+		return 0;
 	if (signaled && k && k->c) {
 		k->wc[k->n].wr_id = wr->wr_id;
 		k->wc[k->n].op = wop;

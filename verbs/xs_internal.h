@@ -206,6 +206,10 @@ struct xs_conn_ops {
 	void (*deliver)(void *qp, enum rdmap_opcode op, uint32_t qn, const struct ddp_delivery *d);
 	/* last segment of a tagged message placed (Read Response completes a Read) */
 	void (*tagged_last)(void *qp, enum rdmap_opcode op, const struct ddp_hdr *h);
+	/* acked transports (struct xs_tp_params.acked): the n oldest Sends
+	 * and Writes were acknowledged by the peer, before any Read or
+	 * Atomic posted after them completes */
+	void (*acked)(void *qp, unsigned n);
 	/* the stream failed: a protocol error we detected (local = true, a
 	 * Terminate with err was sent), or the peer's Terminate was received
 	 * (delivered first through deliver on QN 2), or the TCP connection

@@ -138,6 +138,7 @@ struct xs_roce_conn {
 	uint8_t retry_left, rnr_left; /* 7: infinite */
 	uint8_t retry_cnt, rnr_retry;
 	bool rd_nak_sent; /* a Read Response gap was answered once */
+	unsigned acked_msgs; /* Sends/Writes ACKed, not yet told the QP */
 	uint64_t tx_err; /* packets the kernel refused */
 	/* ring slots built but not yet handed to the kernel: one sendmmsg
 	 * per XR_TX_BATCH (tx_mu) */

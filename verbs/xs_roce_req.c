@@ -295,6 +295,8 @@ static bool ack_to(struct xs_roce_conn *x, uint32_t psn)
 			implied_nak = roce_psn_diff(end, psn) <= 0;
 			break;
 		}
+		if (s->last)
+			x->acked_msgs++; /* a Send's or Write's last packet */
 		x->ring_head = (x->ring_head + 1) & (XR_RING - 1);
 		x->ring_count--;
 		x->psn_una = roce_psn_add(end, 1);
@@ -306,6 +308,20 @@ static bool ack_to(struct xs_roce_conn *x, uint32_t psn)
 		pthread_cond_broadcast(&x->tx_cv);
 	}
 	return implied_nak;
+}
+
+/* Tell the QP which Sends/Writes the peer acknowledged (rx_mu held, tx_mu
+ * not): before a Read or Atomic behind them completes. */
+static void report_acked(struct xs_roce_conn *x)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&x->tx_mu);
+	n = x->acked_msgs;
+	x->acked_msgs = 0;
+	pthread_mutex_unlock(&x->tx_mu);
+	if (n && atomic_load(&x->attached) && !x->failed_up)
+		x->up->acked(x->qp, n);
 }
 
 static void pop_head(struct xs_roce_conn *x)
@@ -348,7 +364,7 @@ static void on_nak(struct xs_roce_conn *x, const struct roce_pkt *p)
 		}
 		pthread_mutex_unlock(&x->tx_mu);
 		if (out)
-			fail_code(x, XS_LAYER_LLP, 0, 0x02, "RNR retries exceeded");
+			fail_code(x, XS_LAYER_LLP, 0, 0x03, "RNR retries exceeded");
 		return;
 	}
 	if (code == ROCE_NAK_PSN_SEQ) {
@@ -363,7 +379,12 @@ static void on_nak(struct xs_roce_conn *x, const struct roce_pkt *p)
 			fail_code(x, XS_LAYER_LLP, 0, 0x02, "retries exceeded (NAK sequence)");
 		return;
 	}
-	/* fatal: the peer's responder is in error */
+	/* fatal: the peer's responder is in error; what came before the
+	 * request it names is done */
+	pthread_mutex_lock(&x->tx_mu);
+	ack_to(x, roce_psn_add(p->bth.psn, ROCE_PSN_MASK));
+	pthread_mutex_unlock(&x->tx_mu);
+	report_acked(x);
 	xs_log("roce: QP %u: peer NAK 0x%02x at PSN %u", x->path.qpn, syn, p->bth.psn);
 	if (code == ROCE_NAK_REMOTE_ACCESS)
 		fail_code(x, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_ACCESS,
@@ -415,6 +436,7 @@ static void on_read_resp(struct xs_roce_conn *x, const struct roce_pkt *p)
 		return;
 	}
 	pthread_mutex_unlock(&x->tx_mu);
+	report_acked(x); /* the Sends/Writes before the Read complete first */
 
 	off = (uint64_t)got * x->path.mtu;
 	if ((!(oi->flags & ROCE_F_LAST) && p->paylen != x->path.mtu) ||
@@ -464,6 +486,7 @@ static void on_atomic_ack(struct xs_roce_conn *x, const struct roce_pkt *p)
 	r.value = p->atm_orig;
 	pop_head(x);
 	pthread_mutex_unlock(&x->tx_mu);
+	report_acked(x);
 	if (!x->q_aresp || !atomic_load(&x->attached))
 		return;
 	rdmap_atomic_resp_encode(&r, body);
@@ -501,6 +524,7 @@ void xr_req_response(struct xs_roce_conn *x, const struct roce_pkt *p)
 		}
 		pthread_mutex_unlock(&x->tx_mu);
 	}
+	report_acked(x);
 }
 
 uint64_t xr_req_timer(struct xs_roce_conn *x, uint64_t now)

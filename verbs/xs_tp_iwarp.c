@@ -25,6 +25,7 @@ static int tp_attach(struct xs_conn *c, const struct xs_conn_ops *up, void *qp,
 
 void xs_tp_iwarp_params(const struct mpa_agreed *a, struct xs_tp_params *p)
 {
+	memset(p, 0, sizeof(*p));
 	p->ird = a->ird;
 	p->ord = a->ord;
 	p->ext = a->rdmap_ext;

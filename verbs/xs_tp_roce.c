@@ -51,6 +51,7 @@ void xs_roce_params(uint16_t ird, uint16_t ord, struct xs_tp_params *p)
 	p->ord = ord;
 	p->ext = true; /* atomics and immediate data are RoCE's own */
 	p->req_buf_len = RDMAP_ATOMIC_REQ_LEN;
+	p->acked = true; /* RC: a WR is done when the peer ACKs it */
 }
 
 static void tp_params(const struct xs_conn *c, struct xs_tp_params *p)

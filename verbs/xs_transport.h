@@ -81,6 +81,9 @@ struct xs_tp_params {
 	bool ext; /* immediate data and atomics may be used */
 	/* one inbound Read/Atomic Request buffer (rrq below) */
 	uint32_t req_buf_len;
+	/* Sends and Writes complete when the peer acknowledges them (the
+	 * acked upcall, in WR order; RoCE), not when send/write return */
+	bool acked;
 };
 
 /* The QP's receive-side queues, placed into by the transport.  recv: the
