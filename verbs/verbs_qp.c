@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -322,6 +323,13 @@ static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
 		return EINVAL;
 	}
 	xs_roce_gid_to_addr(&attr->ah_attr.grh.dgid, &p.peer);
+	if (p.peer.ss_family == AF_INET6 && p.local.ss_family == AF_INET6) {
+		struct sockaddr_in6 *pe = (struct sockaddr_in6 *)&p.peer;
+
+		/* a link-local peer is on our GID's link */
+		if (IN6_IS_ADDR_LINKLOCAL(&pe->sin6_addr) && !pe->sin6_scope_id)
+			pe->sin6_scope_id = ((struct sockaddr_in6 *)&p.local)->sin6_scope_id;
+	}
 	p.qpn = q->qp.qp_num;
 	p.dest_qpn = attr->dest_qp_num;
 	p.rq_psn = attr->rq_psn;
