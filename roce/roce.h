@@ -165,6 +165,7 @@ uint32_t roce_icrc_get(const uint8_t b[ROCE_ICRC_LEN]);
 struct roce_icrc_idc {
 	uint32_t len;
 	uint8_t n;
+	uint32_t col[16]; /* the ICRC's change for each ID bit */
 	uint32_t vec[16], piv[16];
 	uint16_t comb[16];
 };
@@ -173,6 +174,11 @@ struct roce_icrc_idcache {
 };
 bool roce_icrc_find_id(struct roce_icrc_idcache *cache, struct roce_ip *ip, const uint8_t *pkt,
 		       size_t len, uint32_t want);
+/* The other way (a sender whose datagrams the kernel numbers, UDP GSO):
+ * the ICRC of pkt[0..len) with IPv4 ID id, from icrc0, its ICRC with ID
+ * 0 (ip->ip_id is ignored).  IPv6: icrc0. */
+uint32_t roce_icrc_with_id(struct roce_icrc_idcache *cache, const struct roce_ip *ip,
+			   const uint8_t *pkt, size_t len, uint32_t icrc0, uint16_t id);
 
 /* ---- a whole packet (roce_pkt.c) -------------------------------------------- */
 

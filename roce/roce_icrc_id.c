@@ -29,6 +29,7 @@ static void basis_make(struct roce_icrc_idc *s, const struct roce_ip *ip, const 
 
 		t.ip_id = (uint16_t)(1u << i);
 		v = roce_icrc(&t, pkt, len) ^ c0; /* the linear part: content cancels */
+		s->col[i] = v;
 		for (unsigned j = 0; j < s->n; j++)
 			if (v & s->piv[j]) {
 				v ^= s->vec[j];
@@ -68,4 +69,24 @@ bool roce_icrc_find_id(struct roce_icrc_idcache *cache, struct roce_ip *ip, cons
 		return false;
 	ip->ip_id = id;
 	return true;
+}
+
+uint32_t roce_icrc_with_id(struct roce_icrc_idcache *cache, const struct roce_ip *ip,
+			   const uint8_t *pkt, size_t len, uint32_t icrc0, uint16_t id)
+{
+	struct roce_icrc_idc *s = &cache->slot[len % ROCE_ICRC_IDC_SLOTS];
+	uint32_t crc = icrc0;
+
+	if (ip->v6 || !id)
+		return icrc0;
+	if (s->len != len || !s->n) {
+		struct roce_ip t = *ip;
+
+		t.ip_id = 0;
+		basis_make(s, &t, pkt, len, icrc0);
+	}
+	for (unsigned i = 0; i < 16; i++)
+		if (id & (1u << i))
+			crc ^= s->col[i];
+	return crc;
 }

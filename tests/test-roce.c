@@ -609,6 +609,17 @@ static void test_icrc_find_id(void)
 	}
 	CHECK_EQ_U(found, 200);
 	CHECK(escaped <= 1);
+	/* and the ICRC for a given ID from the one for ID 0 */
+	for (unsigned k = 0; k < 50; k++) {
+		struct roce_ip ip = { .src = { 10, 0, 3, 1 }, .dst = { 10, 0, 3, 2 },
+				      .sport = 0xc777, .dport = ROCE_UDP_PORT };
+		size_t len = 12 + (k % 5) * 260;
+		uint16_t id = (uint16_t)xs_rand64();
+		uint32_t c0 = roce_icrc(&ip, pkt, len);
+
+		ip.ip_id = id;
+		CHECK_EQ_U(roce_icrc_with_id(&cache, &ip, pkt, len, c0, id), roce_icrc(&ip, pkt, len));
+	}
 }
 
 /* One vector file: every line parses with its ICRC, with the IP ID given

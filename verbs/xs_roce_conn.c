@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -117,6 +118,7 @@ static void conn_free(struct xs_roce_conn *x)
 		xs_fd_close(x->tx_fd);
 	xr_req_destroy(x);
 	free(x->rx_bufs);
+	free(x->rsp_mem);
 	pthread_mutex_destroy(&x->rx_mu);
 	pthread_mutex_destroy(&x->tx_mu);
 	pthread_cond_destroy(&x->tx_cv);
@@ -172,6 +174,9 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	rc = x->rx_fd = udp_socket(&p->local, ROCE_UDP_PORT);
 	if (rc < 0)
 		goto fail;
+	/* a run of packets comes up in one datagram (xr_rx_drain cuts it) */
+	setsockopt(x->rx_fd, SOL_UDP, UDP_GRO, &(int){ 1 }, sizeof(int));
+	atomic_store(&x->gso, true);
 	plen = with_port(&peer, &p->peer, x->peer_sport);
 	if (connect(x->rx_fd, (struct sockaddr *)&peer, plen) < 0) {
 		rc = -errno;
@@ -245,34 +250,85 @@ int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len)
 	return 0;
 }
 
-void xr_xmit_flush(struct xs_roce_conn *x)
+/* The queued slots leave in one sendmmsg; a run of slots of one length
+ * (the packets of a message but its last) is one message with
+ * UDP_SEGMENT, which the kernel cuts into datagrams numbered with IPv4 IDs
+ * 0, 1, ... (inet_gso_segment; one datagram: ID 0): each packet's ICRC
+ * is set for its ID first. */
+void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
+		   struct roce_icrc_idcache *ids)
 {
 	struct mmsghdr m[XR_TX_BATCH];
 	struct iovec iov[XR_TX_BATCH];
-	unsigned n = x->tx_batch_n, done = 0;
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl[XR_TX_BATCH];
+	unsigned nm = 0, done = 0;
 
-	x->tx_batch_n = 0;
-	for (unsigned i = 0; i < n; i++) {
-		iov[i] = (struct iovec){ x->tx_batch[i]->pkt, x->tx_batch[i]->len };
-		m[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &x->to, .msg_namelen = x->to_len,
-						      .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	for (unsigned i = 0; i < n;) {
+		struct xr_slot *s = v[i];
+		unsigned k = 1, max = atomic_load(&x->gso) ? XR_GSO_MAX_BYTES / s->len : 1;
+
+		if (max > XR_GSO_MAX_SEGS)
+			max = XR_GSO_MAX_SEGS;
+		while (i + k < n && k < max && v[i + k]->len == s->len)
+			k++;
+		for (unsigned j = 0; j < k; j++) {
+			struct xr_slot *t = v[i + j];
+			size_t body = t->len - ROCE_ICRC_LEN;
+
+			roce_icrc_put(roce_icrc_with_id(ids, &x->ip_tx, t->pkt, body, t->icrc0,
+							(uint16_t)j),
+				      t->pkt + body);
+			iov[i + j] = (struct iovec){ t->pkt, t->len };
+		}
+		m[nm] = (struct mmsghdr){ .msg_hdr = { .msg_name = &x->to, .msg_namelen = x->to_len,
+						       .msg_iov = &iov[i], .msg_iovlen = k } };
+		if (k > 1) {
+			struct cmsghdr *c = (struct cmsghdr *)(void *)ctl[nm].buf;
+			uint16_t seg = s->len;
+
+			m[nm].msg_hdr.msg_control = ctl[nm].buf;
+			m[nm].msg_hdr.msg_controllen = sizeof(ctl[nm].buf);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(seg));
+			memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+		}
+		nm++;
+		i += k;
 	}
-	while (done < n) {
-		int k = sendmmsg(x->tx_fd, m + done, n - done, MSG_NOSIGNAL);
+	while (done < nm) {
+		int r = sendmmsg(x->tx_fd, m + done, nm - done, MSG_NOSIGNAL);
 
-		if (k < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (k <= 0) {
-			/* this one is lost (the retransmit timer sends it again) */
+		if (r <= 0) {
+			/* lost: the retransmit timer sends it again */
 			x->tx_err++;
 			if (errno == EMSGSIZE)
-				xs_log("roce: QP %u: %zu octets exceed the route's MTU", x->path.qpn,
-				       iov[done].iov_len);
+				xs_log("roce: QP %u: packets of %zu octets exceed the route's MTU",
+				       x->path.qpn, m[done].msg_hdr.msg_iov[0].iov_len);
+			if (m[done].msg_hdr.msg_controllen && atomic_load(&x->gso) &&
+			    (errno == EINVAL || errno == EIO || errno == EOPNOTSUPP)) {
+				xs_log("roce: QP %u: UDP GSO refused (%s): one datagram a packet",
+				       x->path.qpn, strerror(errno));
+				atomic_store(&x->gso, false);
+			}
 			done++;
 			continue;
 		}
-		done += (unsigned)k;
+		done += (unsigned)r;
 	}
+}
+
+void xr_xmit_flush(struct xs_roce_conn *x)
+{
+	unsigned n = x->tx_batch_n;
+
+	x->tx_batch_n = 0;
+	xr_xmit_slots(x, x->tx_batch, n, &x->icrc_tx);
 }
 
 void xr_xmit_queue(struct xs_roce_conn *x, struct xr_slot *s)
@@ -356,6 +412,10 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 	uint8_t (*bufs)[XR_RX_BUF] = (uint8_t (*)[XR_RX_BUF])x->rx_bufs;
 	struct mmsghdr m[XR_BATCH];
 	struct iovec iov[XR_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl[XR_BATCH];
 	ssize_t total = 0;
 	bool was = xr_in_rx;
 
@@ -368,14 +428,29 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 			memset(&m[i], 0, sizeof(m[i]));
 			m[i].msg_hdr.msg_iov = &iov[i];
 			m[i].msg_hdr.msg_iovlen = 1;
+			m[i].msg_hdr.msg_control = ctl[i].buf;
+			m[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
 		}
 		n = recvmmsg(x->rx_fd, m, XR_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			break;
 		for (int i = 0; i < n && !atomic_load(&x->fatal); i++) {
+			size_t len = m[i].msg_len, seg = len;
+			struct cmsghdr *c;
+
 			if (m[i].msg_hdr.msg_flags & MSG_TRUNC)
 				continue;
-			rx_one(x, bufs[i], m[i].msg_len);
+			/* UDP GRO: packets of one size back to back */
+			for (c = CMSG_FIRSTHDR(&m[i].msg_hdr); c; c = CMSG_NXTHDR(&m[i].msg_hdr, c))
+				if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+					int g;
+
+					memcpy(&g, CMSG_DATA(c), sizeof(g));
+					if (g > 0)
+						seg = (size_t)g;
+				}
+			for (size_t off = 0; off < len && !atomic_load(&x->fatal); off += seg)
+				rx_one(x, bufs[i] + off, len - off < seg ? len - off : seg);
 		}
 		total += n;
 		if (!atomic_load(&x->fatal) && atomic_load(&x->attached))

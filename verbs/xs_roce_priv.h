@@ -50,10 +50,16 @@
  * requester has in flight (128 at most, ours and rxe's
  * RXE_MAX_UNACKED_PSNS) have their own entry */
 #define XR_ATOMIC_REPLAY 128
-#define XR_BATCH 32 /* packets per recvmmsg */
+/* datagrams per recvmmsg: with UDP GRO each may hold up to 64 KiB of
+ * packets of one size (cut again at the size the kernel reports) */
+#define XR_BATCH 8
 #define XR_TX_BATCH 64 /* packets per sendmmsg */
 #define XR_PKT_MAX (ROCE_MAX_HDR_LEN + 4096 + 3 + ROCE_ICRC_LEN)
-#define XR_RX_BUF (XR_PKT_MAX + 64) /* one datagram (larger: MSG_TRUNC) */
+#define XR_RX_BUF 65536 /* one datagram, GRO'd or not (larger: MSG_TRUNC) */
+/* UDP GSO: a run of packets of one size leaves in one sendmsg (the
+ * kernel cuts it; IPv4 datagrams of 65507 octets at most) */
+#define XR_GSO_MAX_SEGS 64
+#define XR_GSO_MAX_BYTES 65507
 #define XR_DEFAULT_TIMEOUT_US 500000 /* timeout 0 (infinite in IB): 0.5 s */
 
 enum xr_kind { XR_SEND, XR_WRITE, XR_READ, XR_ATOMIC };
@@ -69,6 +75,7 @@ struct xr_slot {
 	uint8_t *pkt; /* XR_PKT_MAX octets, the UDP payload as sent */
 	struct xs_tp_read rd; /* XR_READ */
 	uint32_t rd_got; /* response packets placed */
+	uint32_t icrc0; /* the ICRC with IPv4 ID 0 (xr_xmit_flush renumbers) */
 	uint32_t req_id; /* XR_ATOMIC */
 };
 
@@ -144,6 +151,13 @@ struct xs_roce_conn {
 	 * per XR_TX_BATCH (tx_mu) */
 	unsigned tx_batch_n;
 	struct xr_slot *tx_batch[XR_TX_BATCH];
+	atomic_bool gso; /* UDP_SEGMENT works here (cleared at its first refusal) */
+	struct roce_icrc_idcache icrc_tx; /* tx_mu */
+	/* the responder's Read Responses, built XR_GSO_MAX_SEGS at a time
+	 * (rx_mu; made at the first Read) */
+	uint8_t *rsp_mem;
+	struct xr_slot rsp[XR_GSO_MAX_SEGS];
+	struct roce_icrc_idcache icrc_rsp;
 
 	uint8_t *rx_bufs; /* XR_BATCH * XR_RX_BUF, for the rx_mu holder */
 	struct roce_icrc_idcache icrc_ids; /* rx_mu */
@@ -175,6 +189,10 @@ int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len);
  * when the batch is full. */
 void xr_xmit_queue(struct xs_roce_conn *x, struct xr_slot *s);
 void xr_xmit_flush(struct xs_roce_conn *x);
+/* Send the built packets v[0..n) (n <= XR_TX_BATCH), runs of one length
+ * with UDP GSO; ids: the caller's ICRC cache (its lock). */
+void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
+		   struct roce_icrc_idcache *ids);
 /* Build and send a packet without keeping it (ACK, NAK, responses). */
 int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
 		uint32_t paylen);

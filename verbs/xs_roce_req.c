@@ -141,6 +141,7 @@ static struct xr_slot *emit(struct xs_roce_conn *x, struct roce_pkt *p, const st
 	n += p->bth.pad;
 	crc = roce_icrc(&x->ip_tx, s->pkt, n);
 	roce_icrc_put(crc, s->pkt + n);
+	s->icrc0 = crc;
 	s->len = (uint16_t)(n + ROCE_ICRC_LEN);
 	s->psn = x->psn_next;
 	s->npsn = npsn;

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "iwarp/rdmap_ext.h"
@@ -320,23 +321,49 @@ void xr_resp_request(struct xs_roce_conn *x, const struct roce_pkt *p)
 	}
 }
 
+/* The responses to a Read, XR_GSO_MAX_SEGS packets per send (the MIDDLE
+ * ones of a run leave as one UDP GSO message). */
 int xr_resp_read(struct xs_roce_conn *x, uint32_t psn, const uint8_t *src, uint32_t len)
 {
 	uint32_t n = npkts(x, len), mtu = x->path.mtu;
+	size_t room = ROCE_MAX_HDR_LEN + mtu + 3 + ROCE_ICRC_LEN;
+	struct xr_slot *v[XR_GSO_MAX_SEGS];
+	unsigned nb = 0;
 
+	if (!x->rsp_mem) {
+		x->rsp_mem = malloc(room * XR_GSO_MAX_SEGS);
+		if (!x->rsp_mem)
+			return -ENOMEM;
+	}
 	xr_resp_flush_ack(x);
 	for (uint32_t i = 0; i < n; i++) {
 		bool first = i == 0, last = i == n - 1;
 		uint32_t l = last ? len - i * mtu : mtu;
-		struct iovec iov = { (void *)(uintptr_t)(src + (size_t)i * mtu), l };
+		struct xr_slot *s = &x->rsp[nb];
 		struct roce_pkt p;
+		size_t hl;
 
 		memset(&p, 0, sizeof(p));
 		p.bth.opcode = roce_msg_opcode(ROCE_MSG_READ_RESP, first, last);
 		p.bth.psn = roce_psn_add(psn, i);
+		p.bth.pkey = ROCE_PKEY_DEFAULT;
+		p.bth.dqpn = x->path.dest_qpn;
+		p.bth.pad = roce_pad(l);
 		p.aeth = (struct roce_aeth){ ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
 					     x->msn & ROCE_MSN_MASK };
-		xr_xmit_pkt(x, &p, &iov, l ? 1 : 0, l);
+		s->pkt = x->rsp_mem + room * nb;
+		hl = roce_pkt_encode_hdrs(&p, s->pkt);
+		if (l)
+			memcpy(s->pkt + hl, src + (size_t)i * mtu, l);
+		memset(s->pkt + hl + l, 0, p.bth.pad);
+		hl += l + p.bth.pad;
+		s->icrc0 = roce_icrc(&x->ip_tx, s->pkt, hl);
+		s->len = (uint16_t)(hl + ROCE_ICRC_LEN);
+		v[nb++] = s;
+		if (nb == XR_GSO_MAX_SEGS || last) {
+			xr_xmit_slots(x, v, nb, &x->icrc_rsp);
+			nb = 0;
+		}
 	}
 	return 0;
 }
