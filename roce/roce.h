@@ -234,5 +234,9 @@ size_t roce_pkt_encode_hdrs(const struct roce_pkt *p, uint8_t *hdr);
  * and paylen is not 0, or if the packet would exceed ROCE_MAX_PKT_LEN. */
 size_t roce_pkt_build(struct roce_pkt *p, const void *payload, uint32_t paylen,
 		      const struct roce_ip *ip, uint8_t *out);
+/* roce_pkt_build for a payload already in place at out +
+ * roce_ops[opcode].hdr_len (a sender that gathers it there itself). */
+size_t roce_pkt_finish(struct roce_pkt *p, uint32_t paylen, const struct roce_ip *ip,
+		       uint8_t *out);
 
 #endif

@@ -151,28 +151,41 @@ size_t roce_pkt_encode_hdrs(const struct roce_pkt *p, uint8_t *hdr)
 	return op->hdr_len;
 }
 
-size_t roce_pkt_build(struct roce_pkt *p, const void *payload, uint32_t paylen,
-		      const struct roce_ip *ip, uint8_t *out)
+/* Can p's opcode carry paylen octets in a packet of at most
+ * ROCE_MAX_PKT_LEN? */
+static bool pkt_fits(const struct roce_pkt *p, uint32_t paylen)
 {
 	const struct roce_op_info *op = &roce_ops[p->bth.opcode];
 
-	if (!op->name)
-		return 0;
-	if (paylen && !(op->flags & ROCE_F_PAYLOAD))
-		return 0;
+	if (!op->name || (paylen && !(op->flags & ROCE_F_PAYLOAD)))
+		return false;
+	return (size_t)op->hdr_len + paylen + roce_pad(paylen) + ROCE_ICRC_LEN <= ROCE_MAX_PKT_LEN;
+}
 
-	uint8_t pad = roce_pad(paylen);
-	size_t len = (size_t)op->hdr_len + paylen + pad;
+size_t roce_pkt_finish(struct roce_pkt *p, uint32_t paylen, const struct roce_ip *ip,
+		       uint8_t *out)
+{
+	uint8_t hl = roce_ops[p->bth.opcode].hdr_len;
+	size_t len;
 
-	if (len + ROCE_ICRC_LEN > ROCE_MAX_PKT_LEN)
+	if (!pkt_fits(p, paylen))
 		return 0;
-	p->bth.pad = pad;
+	p->bth.pad = roce_pad(paylen);
+	len = (size_t)hl + paylen + p->bth.pad;
 	roce_pkt_encode_hdrs(p, out);
-	if (paylen)
-		memmove(out + op->hdr_len, payload, paylen);
-	memset(out + op->hdr_len + paylen, 0, pad);
-	p->payload = out + op->hdr_len;
+	memset(out + hl + paylen, 0, p->bth.pad);
+	p->payload = out + hl;
 	p->paylen = paylen;
 	roce_icrc_put(ip ? roce_icrc(ip, out, len) : 0, out + len);
 	return len + ROCE_ICRC_LEN;
+}
+
+size_t roce_pkt_build(struct roce_pkt *p, const void *payload, uint32_t paylen,
+		      const struct roce_ip *ip, uint8_t *out)
+{
+	if (!pkt_fits(p, paylen))
+		return 0;
+	if (paylen) /* first: the payload may overlap where the headers go */
+		memmove(out + roce_ops[p->bth.opcode].hdr_len, payload, paylen);
+	return roce_pkt_finish(p, paylen, ip, out);
 }

@@ -293,6 +293,13 @@ static void qp_reset(struct xs_qp *q)
 	qp_rx_unlock(q, c);
 }
 
+/* The IRD and ORD the QP asks for, within the device's (q->lock held). */
+static void qp_limits(const struct xs_qp *q, uint16_t *ird, uint16_t *ord)
+{
+	*ird = q->ird_pref < XS_MAX_IRD ? q->ird_pref : XS_MAX_IRD;
+	*ord = q->ord_pref < XS_MAX_ORD ? q->ord_pref : XS_MAX_ORD;
+}
+
 /* ---- RoCE: connected by modify_qp (no CM) ---------------------------------- */
 
 static int qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, struct xs_conn *c,
@@ -373,10 +380,9 @@ static void roce_rts(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask)
 		.timeout = q->attr.timeout,
 		.retry_cnt = q->attr.retry_cnt,
 		.rnr_retry = q->attr.rnr_retry,
-		.ird = q->ird_pref < XS_MAX_IRD ? q->ird_pref : XS_MAX_IRD,
-		.ord = q->ord_pref < XS_MAX_ORD ? q->ord_pref : XS_MAX_ORD,
 	};
 
+	qp_limits(q, &a.ird, &a.ord);
 	pthread_mutex_lock(&q->rd_lock);
 	if (a.ord && a.ord < q->ord)
 		q->ord = a.ord; /* the Reads and Atomics the peer's IRD takes */
@@ -491,8 +497,7 @@ void xs_qp_read_limits(struct ibv_qp *ibqp, uint16_t *ird, uint16_t *ord)
 	struct xs_qp *q = to_xs_qp(ibqp);
 
 	pthread_mutex_lock(&q->lock);
-	*ird = q->ird_pref < XS_MAX_IRD ? q->ird_pref : XS_MAX_IRD;
-	*ord = q->ord_pref < XS_MAX_ORD ? q->ord_pref : XS_MAX_ORD;
+	qp_limits(q, ird, ord);
 	pthread_mutex_unlock(&q->lock);
 }
 

@@ -205,15 +205,11 @@ void xs_conn_put(struct xs_conn *c)
 __attribute__((destructor)) static void xs_engine_exit_wait(void)
 {
 	const struct xs_config *cfg = xs_config();
-	struct timespec ts;
 
 	if (!xs_eng.started || (!cfg->fin_delay_ms && !cfg->linger_ms))
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec +
-		      ((uint64_t)cfg->fin_delay_ms + cfg->linger_ms + 100) * 1000000u;
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec = (long)(ns % 1000000000u);
+	struct timespec ts =
+		xs_abstime_ns(((uint64_t)cfg->fin_delay_ms + cfg->linger_ms + 100) * 1000000u);
 	pthread_mutex_lock(&xs_eng.mu);
 	/* the disconnects and closes just asked for are commands the engine
 	 * may not have run yet: two whole passes from now have run them */

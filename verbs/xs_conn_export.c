@@ -52,17 +52,12 @@ int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
 	 * side is ours (posters wait for it) */
 	pthread_mutex_lock(&c->tx_mu);
 	while ((c->tx_busy || c->rr_count) && !atomic_load(&c->dead)) {
-		struct timespec ts;
 		if (xs_now_ms() >= end) {
 			pthread_mutex_unlock(&c->tx_mu);
 			return -ETIMEDOUT;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = xs_abstime_ns(10 * 1000 * 1000);
+
 		pthread_cond_timedwait(&c->tx_cv, &c->tx_mu, &ts);
 	}
 	if (atomic_load(&c->dead) || atomic_load(&c->fin_sent)) {

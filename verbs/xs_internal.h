@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "iwarp/iw_stream.h"
 #include "mpa/mpa.h"
@@ -122,6 +123,18 @@ const struct xs_config *xs_config(void);
  * xs_config does not hold): any thread, no lock of the caller's. */
 struct xs_settings *xs_settings(void);
 void xs_sleep_ms(unsigned ms); /* the whole time, across signals */
+
+/* CLOCK_REALTIME ns from now, for pthread_cond_timedwait. */
+static inline struct timespec xs_abstime_ns(uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ns += (uint64_t)ts.tv_nsec;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	return ts;
+}
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- zero-copy send (xs_zc.c) ---------------------------------------------

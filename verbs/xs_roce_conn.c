@@ -130,6 +130,7 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	struct xs_roce_conn *x;
 	struct sockaddr_storage peer;
 	socklen_t plen;
+	uint16_t sport, peer_sport; /* ours, the peer's (ip_tx, ip_rx keep them) */
 	int rc, pmtu = IP_PMTUDISC_DO;
 
 	if ((p->local.ss_family != AF_INET && p->local.ss_family != AF_INET6) ||
@@ -153,15 +154,15 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	 * talking to each other over one address would then have the same
 	 * 4-tuple both ways, so there the lower QPN keeps it and the other
 	 * end flips its lowest bit. */
-	x->sport = x->peer_sport = xs_roce_udp_sport(p->flow_label, p->qpn, p->dest_qpn);
+	sport = peer_sport = xs_roce_udp_sport(p->flow_label, p->qpn, p->dest_qpn);
 	if (same_ip(&p->local, &p->peer)) {
 		if (p->qpn < p->dest_qpn)
-			x->peer_sport ^= 1;
+			peer_sport ^= 1;
 		else
-			x->sport ^= 1;
+			sport ^= 1;
 	}
-	ip_fill(&x->ip_tx, &p->local, &p->peer, x->sport, ROCE_UDP_PORT);
-	ip_fill(&x->ip_rx, &p->peer, &p->local, x->peer_sport, ROCE_UDP_PORT);
+	ip_fill(&x->ip_tx, &p->local, &p->peer, sport, ROCE_UDP_PORT);
+	ip_fill(&x->ip_rx, &p->peer, &p->local, peer_sport, ROCE_UDP_PORT);
 	x->to_len = with_port(&x->to, &p->peer, ROCE_UDP_PORT);
 	rc = xr_req_init(x);
 	if (rc < 0)
@@ -177,12 +178,12 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	/* a run of packets comes up in one datagram (xr_rx_drain cuts it) */
 	setsockopt(x->rx_fd, SOL_UDP, UDP_GRO, &(int){ 1 }, sizeof(int));
 	atomic_store(&x->gso, true);
-	plen = with_port(&peer, &p->peer, x->peer_sport);
+	plen = with_port(&peer, &p->peer, peer_sport);
 	if (connect(x->rx_fd, (struct sockaddr *)&peer, plen) < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	rc = x->tx_fd = udp_socket(&p->local, x->sport);
+	rc = x->tx_fd = udp_socket(&p->local, sport);
 	if (rc < 0)
 		goto fail;
 	rc = p->local.ss_family == AF_INET6
@@ -196,7 +197,7 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	if (rc < 0)
 		goto fail;
 	xs_log("roce: QP %u -> %u sport %u peer sport %u mtu %u rq_psn %u", p->qpn,
-	       p->dest_qpn, x->sport, x->peer_sport, p->mtu, x->path.rq_psn);
+	       p->dest_qpn, sport, peer_sport, p->mtu, x->path.rq_psn);
 	*out = xr_conn(x);
 	return 0;
 fail:
@@ -338,29 +339,15 @@ void xr_xmit_queue(struct xs_roce_conn *x, struct xr_slot *s)
 		xr_xmit_flush(x);
 }
 
-int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
-		uint32_t paylen)
+int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p)
 {
-	uint8_t buf[XR_PKT_MAX];
-	size_t hl, off;
-	uint32_t crc;
+	uint8_t buf[ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN];
+	size_t len;
 
-	p->bth.pad = roce_pad(paylen);
 	p->bth.pkey = ROCE_PKEY_DEFAULT;
 	p->bth.dqpn = x->path.dest_qpn;
-	hl = roce_pkt_encode_hdrs(p, buf);
-	if (!hl || hl + paylen + 3 + ROCE_ICRC_LEN > sizeof(buf))
-		return -EINVAL;
-	off = hl;
-	for (int i = 0; i < cnt; i++) {
-		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
-		off += iov[i].iov_len;
-	}
-	memset(buf + off, 0, p->bth.pad);
-	off += p->bth.pad;
-	crc = roce_icrc(&x->ip_tx, buf, off);
-	roce_icrc_put(crc, buf + off);
-	return xr_xmit(x, buf, off + ROCE_ICRC_LEN);
+	len = roce_pkt_build(p, NULL, 0, &x->ip_tx, buf);
+	return len ? xr_xmit(x, buf, len) : -EINVAL;
 }
 
 void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err)
@@ -462,19 +449,14 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 	return total;
 }
 
-uint64_t xr_timers(struct xs_roce_conn *x, uint64_t now)
-{
-	return xr_req_timer(x, now);
-}
-
 void xr_let_go(struct xs_roce_conn *x)
 {
 	bool linger = false;
 
 	pthread_mutex_lock(&x->tx_mu);
 	if (x->ring_count && x->rts && !atomic_load(&x->fatal)) {
-		/* as a TCP close sends what it holds: the WRs completed when
-		 * their packets were in the ring, not when they were ACKed */
+		/* as a TCP close sends what it holds: the QP went (its WRs
+		 * flushed or unsignaled) while the peer had not ACKed them */
 		linger = true;
 		atomic_store(&x->lingering, true);
 		x->linger_end = xr_now_us() + (uint64_t)xs_config()->linger_ms * 1000u;

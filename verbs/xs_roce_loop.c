@@ -139,7 +139,7 @@ static void *loop_main(void *arg)
 
 			if (atomic_exchange(&x->kick, false))
 				drain(x);
-			t = xr_timers(x, now);
+			t = xr_req_timer(x, now);
 			if (t && t < next)
 				next = t;
 			xr_put(x);

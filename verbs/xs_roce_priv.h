@@ -88,7 +88,6 @@ struct xr_atomic_done {
 struct xs_roce_conn {
 	atomic_int refs;
 	struct xs_roce_path path;
-	uint16_t sport, peer_sport;
 	struct sockaddr_storage to; /* peer:4791 */
 	socklen_t to_len;
 	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
@@ -193,16 +192,14 @@ void xr_xmit_flush(struct xs_roce_conn *x);
  * with UDP GSO; ids: the caller's ICRC cache (its lock). */
 void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
 		   struct roce_icrc_idcache *ids);
-/* Build and send a packet without keeping it (ACK, NAK, responses). */
-int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p, const struct iovec *iov, int cnt,
-		uint32_t paylen);
+/* Build and send a packet without payload, not kept (ACK, NAK, Atomic
+ * ACK, a Read Request resent shortened). */
+int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p);
 /* Receive what is waiting on x's socket (rx_mu held): packets handled. */
 ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget);
 /* Fail the connection: the QP's failed upcall once (rx_mu held, or the
  * caller knows no receive runs). */
 void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err);
-/* Timers (engine thread): the next deadline in us, 0 for none. */
-uint64_t xr_timers(struct xs_roce_conn *x, uint64_t now);
 
 /* The QP's reference goes (tp->put): linger while packets are unACKed,
  * then unlist.  Any thread, no lock held. */

@@ -85,14 +85,8 @@ static int wait_room(struct xs_roce_conn *x, uint32_t n)
 		pthread_mutex_lock(&x->tx_mu);
 		inflight = (uint32_t)roce_psn_diff(x->psn_next, x->psn_una);
 		if (x->ring_count == XR_RING || (x->ring_count && inflight + n > XR_WINDOW)) {
-			struct timespec ts;
+			struct timespec ts = xs_abstime_ns(200 * 1000);
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
 			pthread_cond_timedwait(&x->tx_cv, &x->tx_mu, &ts);
 		}
 	}
@@ -123,26 +117,17 @@ static struct xr_slot *emit(struct xs_roce_conn *x, struct roce_pkt *p, const st
 {
 	struct xr_slot *s = slot_at(x, x->ring_count);
 	const struct roce_op_info *oi = &roce_ops[p->bth.opcode];
-	size_t hl, n;
-	uint32_t crc;
 
 	p->bth.psn = x->psn_next;
 	p->bth.pkey = ROCE_PKEY_DEFAULT;
 	p->bth.dqpn = x->path.dest_qpn;
-	p->bth.pad = roce_pad(len);
 	if ((oi->flags & ROCE_F_LAST) || ++x->since_ackreq >= XR_ACKREQ_EVERY)
 		p->bth.ackreq = true;
 	if (p->bth.ackreq)
 		x->since_ackreq = 0;
-	hl = roce_pkt_encode_hdrs(p, s->pkt);
-	copy_iov(s->pkt + hl, iov, cnt, off, len);
-	n = hl + len;
-	memset(s->pkt + n, 0, p->bth.pad);
-	n += p->bth.pad;
-	crc = roce_icrc(&x->ip_tx, s->pkt, n);
-	roce_icrc_put(crc, s->pkt + n);
-	s->icrc0 = crc;
-	s->len = (uint16_t)(n + ROCE_ICRC_LEN);
+	copy_iov(s->pkt + oi->hdr_len, iov, cnt, off, len);
+	s->len = (uint16_t)roce_pkt_finish(p, len, &x->ip_tx, s->pkt);
+	s->icrc0 = roce_icrc_get(s->pkt + s->len - ROCE_ICRC_LEN);
 	s->psn = x->psn_next;
 	s->npsn = npsn;
 	s->kind = (uint8_t)kind;
@@ -165,7 +150,7 @@ static uint64_t iov_len(const struct iovec *iov, int cnt)
 	return n;
 }
 
-/* A Send or a Write: op_first..op_only are the opcodes of its packets. */
+/* A Send or a Write, cut at the path MTU. */
 static int req_message(struct xs_roce_conn *x, bool write, unsigned flags, uint32_t inv,
 		       uint32_t imm, uint32_t rkey, uint64_t va, const struct iovec *iov, int cnt)
 {
@@ -270,13 +255,32 @@ static void go_back(struct xs_roce_conn *x)
 			p.reth = (struct roce_reth){ s->rd.src_to + done, s->rd.src_stag,
 						     (uint32_t)(s->rd.len - done) };
 			xr_xmit_flush(x);
-			xr_xmit_pkt(x, &p, NULL, 0, 0);
+			xr_xmit_pkt(x, &p);
 			continue;
 		}
 		xr_xmit_queue(x, s);
 	}
 	xr_xmit_flush(x);
 	x->rto_at = x->ring_count ? xr_now_us() + x->rto_us : 0;
+}
+
+/* The oldest slot is done with. */
+static void slot_free(struct xs_roce_conn *x)
+{
+	struct xr_slot *s = slot_at(x, 0);
+
+	x->psn_una = roce_psn_add(s->psn, s->npsn);
+	x->ring_head = (x->ring_head + 1) & (XR_RING - 1);
+	x->ring_count--;
+}
+
+/* The peer took something: retries start again, the timer restarts,
+ * waiting posters look for room. */
+static void progressed(struct xs_roce_conn *x)
+{
+	x->retry_left = x->retry_cnt;
+	x->rto_at = x->ring_count ? xr_now_us() + x->rto_us : 0;
+	pthread_cond_broadcast(&x->tx_cv);
 }
 
 /* Free the slots up to and including PSN psn; a Read or Atomic still
@@ -298,16 +302,11 @@ static bool ack_to(struct xs_roce_conn *x, uint32_t psn)
 		}
 		if (s->last)
 			x->acked_msgs++; /* a Send's or Write's last packet */
-		x->ring_head = (x->ring_head + 1) & (XR_RING - 1);
-		x->ring_count--;
-		x->psn_una = roce_psn_add(end, 1);
+		slot_free(x);
 		progress = true;
 	}
-	if (progress) {
-		x->retry_left = x->retry_cnt;
-		x->rto_at = x->ring_count ? xr_now_us() + x->rto_us : 0;
-		pthread_cond_broadcast(&x->tx_cv);
-	}
+	if (progress)
+		progressed(x);
 	return implied_nak;
 }
 
@@ -325,17 +324,12 @@ static void report_acked(struct xs_roce_conn *x)
 		x->up->acked(x->qp, n);
 }
 
+/* A Read or Atomic at the head got its (last) response. */
 static void pop_head(struct xs_roce_conn *x)
 {
-	struct xr_slot *s = slot_at(x, 0);
-
-	x->psn_una = roce_psn_add(s->psn, s->npsn);
-	x->ring_head = (x->ring_head + 1) & (XR_RING - 1);
-	x->ring_count--;
-	x->retry_left = x->retry_cnt;
+	slot_free(x);
 	x->rd_nak_sent = false;
-	x->rto_at = x->ring_count ? xr_now_us() + x->rto_us : 0;
-	pthread_cond_broadcast(&x->tx_cv);
+	progressed(x);
 }
 
 /* ---- the completer (rx_mu held) --------------------------------------------- */

@@ -26,7 +26,7 @@ static void send_aeth(struct xs_roce_conn *x, uint8_t syndrome, uint32_t psn)
 	p.bth.opcode = ROCE_RC_ACK;
 	p.bth.psn = psn;
 	p.aeth = (struct roce_aeth){ syndrome, x->msn & ROCE_MSN_MASK };
-	xr_xmit_pkt(x, &p, NULL, 0, 0);
+	xr_xmit_pkt(x, &p);
 }
 
 void xr_resp_flush_ack(struct xs_roce_conn *x)
@@ -341,24 +341,18 @@ int xr_resp_read(struct xs_roce_conn *x, uint32_t psn, const uint8_t *src, uint3
 		uint32_t l = last ? len - i * mtu : mtu;
 		struct xr_slot *s = &x->rsp[nb];
 		struct roce_pkt p;
-		size_t hl;
 
 		memset(&p, 0, sizeof(p));
 		p.bth.opcode = roce_msg_opcode(ROCE_MSG_READ_RESP, first, last);
 		p.bth.psn = roce_psn_add(psn, i);
 		p.bth.pkey = ROCE_PKEY_DEFAULT;
 		p.bth.dqpn = x->path.dest_qpn;
-		p.bth.pad = roce_pad(l);
 		p.aeth = (struct roce_aeth){ ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
 					     x->msn & ROCE_MSN_MASK };
 		s->pkt = x->rsp_mem + room * nb;
-		hl = roce_pkt_encode_hdrs(&p, s->pkt);
-		if (l)
-			memcpy(s->pkt + hl, src + (size_t)i * mtu, l);
-		memset(s->pkt + hl + l, 0, p.bth.pad);
-		hl += l + p.bth.pad;
-		s->icrc0 = roce_icrc(&x->ip_tx, s->pkt, hl);
-		s->len = (uint16_t)(hl + ROCE_ICRC_LEN);
+		s->len = (uint16_t)roce_pkt_build(&p, l ? src + (size_t)i * mtu : NULL, l,
+						     &x->ip_tx, s->pkt);
+		s->icrc0 = roce_icrc_get(s->pkt + s->len - ROCE_ICRC_LEN);
 		v[nb++] = s;
 		if (nb == XR_GSO_MAX_SEGS || last) {
 			xr_xmit_slots(x, v, nb, &x->icrc_rsp);
@@ -378,7 +372,7 @@ int xr_resp_atomic(struct xs_roce_conn *x, uint32_t psn, uint64_t orig)
 	p.bth.psn = psn;
 	p.aeth = (struct roce_aeth){ ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, x->msn & ROCE_MSN_MASK };
 	p.atm_orig = orig;
-	return xr_xmit_pkt(x, &p, NULL, 0, 0);
+	return xr_xmit_pkt(x, &p);
 }
 
 /* The QP found an error in what we handed up (a Read or Atomic it cannot

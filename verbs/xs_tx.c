@@ -288,11 +288,8 @@ static int tx_acquire(struct xs_conn *c)
 							 "the peer silent, the wait's bound reached");
 			continue;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + (c->settle_end_ms - now) * 1000000u;
-		ts.tv_sec += (time_t)(ns / 1000000000u);
-		ts.tv_nsec = (long)(ns % 1000000000u);
+		struct timespec ts = xs_abstime_ns((c->settle_end_ms - now) * 1000000u);
+
 		pthread_cond_timedwait(&c->tx_cv, &c->tx_mu, &ts);
 	}
 	if (c->dead || c->state != CONN_ESTABLISHED) {
