@@ -391,7 +391,8 @@ static void rx_one(struct xs_roce_conn *x, const uint8_t *buf, size_t len)
 		xr_req_response(x, &p);
 	else if (atomic_load(&x->attached))
 		xr_resp_request(x, &p);
-	/* else lingering: the QP is gone, only our packets' ACKs matter */
+	else /* lingering: the QP is gone */
+		xr_resp_time_wait(x, &p);
 }
 
 ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
@@ -440,7 +441,7 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 				rx_one(x, bufs[i] + off, len - off < seg ? len - off : seg);
 		}
 		total += n;
-		if (!atomic_load(&x->fatal) && atomic_load(&x->attached))
+		if (!atomic_load(&x->fatal))
 			xr_resp_flush_ack(x);
 		if (n < XR_BATCH)
 			break;
@@ -451,15 +452,34 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 
 void xr_let_go(struct xs_roce_conn *x)
 {
-	bool linger = false;
+	uint64_t now = xr_now_us(), linger_us = (uint64_t)xs_config()->linger_ms * 1000u;
+	uint64_t last_ack, tw_us;
+	bool linger = false, acked_lately;
 
+	pthread_mutex_lock(&x->rx_mu);
+	last_ack = x->last_ack_us;
+	pthread_mutex_unlock(&x->rx_mu);
 	pthread_mutex_lock(&x->tx_mu);
-	if (x->ring_count && x->rts && !atomic_load(&x->fatal)) {
+	/* a retransmission of what we ACKed comes within the peer's timeout,
+	 * which we take to be ours (0.5 s if the QP never reached RTS) */
+	tw_us = 3 * (x->rto_us ? x->rto_us : XR_DEFAULT_TIMEOUT_US);
+	acked_lately = last_ack && now - last_ack < tw_us;
+	if (atomic_load(&x->fatal) || !linger_us) {
+		/* nothing to linger for */
+	} else if (x->ring_count && x->rts) {
 		/* as a TCP close sends what it holds: the QP went (its WRs
 		 * flushed or unsignaled) while the peer had not ACKed them */
 		linger = true;
+		x->linger_end = now + linger_us;
+	} else if (acked_lately) {
+		/* our last ACK may be lost: the peer resends and must hear
+		 * from us again (TIME_WAIT) */
+		linger = true;
+		x->time_wait = true;
+		x->linger_end = now + (tw_us < linger_us ? tw_us : linger_us);
+	}
+	if (linger) {
 		atomic_store(&x->lingering, true);
-		x->linger_end = xr_now_us() + (uint64_t)xs_config()->linger_ms * 1000u;
 		atomic_fetch_add(&xr_lingering, 1);
 	}
 	pthread_mutex_unlock(&x->tx_mu);

@@ -99,6 +99,11 @@ struct xs_roce_conn {
 	 * the retries run out or XSOCK_LINGER_MS passed (tx_mu) */
 	atomic_bool lingering;
 	uint64_t linger_end;
+	/* ... or its responder ACKed lately: until linger_end it ACKs again
+	 * the peer's retransmissions of what it took (a lost last ACK; TCP's
+	 * TIME_WAIT), even with the ring empty (tx_mu) */
+	bool time_wait;
+	uint64_t last_ack_us; /* the responder's last ACK or response (rx_mu) */
 	atomic_bool attached;
 	atomic_bool closing; /* put: the engine unlists it and drops its reference */
 	atomic_bool kick; /* attached: the engine drains what came before */
@@ -232,6 +237,8 @@ uint64_t xr_req_timer(struct xs_roce_conn *x, uint64_t now);
 void xr_resp_request(struct xs_roce_conn *x, const struct roce_pkt *p);
 /* after a batch: the ACK it owes (rx_mu held) */
 void xr_resp_flush_ack(struct xs_roce_conn *x);
+/* a request packet while the QP is gone (lingering; rx_mu held) */
+void xr_resp_time_wait(struct xs_roce_conn *x, const struct roce_pkt *p);
 int xr_resp_read(struct xs_roce_conn *x, uint32_t psn, const uint8_t *src, uint32_t len);
 int xr_resp_atomic(struct xs_roce_conn *x, uint32_t psn, uint64_t orig);
 int xr_resp_nak(struct xs_roce_conn *x, const struct rdmap_term *t);

@@ -546,8 +546,11 @@ uint64_t xr_req_timer(struct xs_roce_conn *x, uint64_t now)
 		}
 		next = x->rnr_at ? x->rnr_at : x->rto_at;
 	}
-	if (atomic_load(&x->lingering) && (!x->ring_count || now >= x->linger_end || out ||
-			     atomic_load(&x->fatal))) {
+	if (atomic_load(&x->lingering) && !x->ring_count && x->time_wait && now < x->linger_end &&
+	    !atomic_load(&x->fatal))
+		next = x->linger_end; /* TIME_WAIT: stays till then */
+	else if (atomic_load(&x->lingering) &&
+		 (!x->ring_count || now >= x->linger_end || out || atomic_load(&x->fatal))) {
 		if (x->ring_count)
 			xs_log("roce: QP %u: closed with %u packets unacknowledged", x->path.qpn,
 			       x->ring_count);

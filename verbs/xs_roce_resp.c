@@ -18,6 +18,8 @@
 #include "iwarp/rdmap_ext.h"
 #include "verbs/xs_roce_priv.h"
 
+static void duplicate(struct xs_roce_conn *x, const struct roce_pkt *p, uint32_t flags);
+
 static void send_aeth(struct xs_roce_conn *x, uint8_t syndrome, uint32_t psn)
 {
 	struct roce_pkt p;
@@ -35,6 +37,19 @@ void xr_resp_flush_ack(struct xs_roce_conn *x)
 		return;
 	x->ack_due = false;
 	send_aeth(x, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, x->ack_psn);
+	x->last_ack_us = xr_now_us();
+}
+
+/* The QP is gone (lingering): a retransmission of a Send or Write it took
+ * is ACKed again; anything else is dropped. */
+void xr_resp_time_wait(struct xs_roce_conn *x, const struct roce_pkt *p)
+{
+	uint32_t flags = roce_ops[p->bth.opcode].flags;
+
+	if (roce_psn_diff(p->bth.psn, x->epsn) < 0 && (flags & (ROCE_F_SEND | ROCE_F_WRITE))) {
+		xs_log("roce: QP %u (gone): PSN %u again: ACKed again", x->path.qpn, p->bth.psn);
+		duplicate(x, p, flags);
+	}
 }
 
 /* A request we cannot carry out: NAK it and take the QP to error. */
