@@ -478,15 +478,16 @@ static void test_names(void)
 
 static void test_cma_hdr(void)
 {
-	struct roce_cma_hdr h = { .version = ROCE_CMA_VERSION, .ip_version = 4, .src_port = 0xc001 },
-			    d;
+	struct roce_cma_hdr h = { .version = ROCE_CMA_VERSION, .ip_version = 4,
+				  .src_port = 0xc001 };
+	struct roce_cma_hdr d;
 	uint8_t b[ROCE_CMA_HDR_LEN], want[ROCE_CMA_HDR_LEN];
 
 	memcpy(h.src_addr, ip4_local, 16);
 	memcpy(h.dst_addr, ip4_remote, 16);
 	roce_cma_hdr_encode(&h, b);
-	xs_hex("00 40 c0 01 00000000 00000000 00000000 0a000302 00000000 00000000 00000000 0a000301",
-	       want, sizeof(want));
+	xs_hex("00 40 c0 01 00000000 00000000 00000000 0a000302"
+	       " 00000000 00000000 00000000 0a000301", want, sizeof(want));
 	CHECK(memcmp(b, want, sizeof(b)) == 0);
 	REQUIRE(roce_cma_hdr_decode(b, &d) == 0);
 	CHECK(d.version == 0 && d.ip_version == 4 && d.src_port == 0xc001);

@@ -27,22 +27,28 @@ static void pdata_span(uint16_t attr, size_t *off, size_t *len)
 {
 	switch (attr) {
 	case ROCE_CM_ATTR_REQ:
-		*off = 140, *len = ROCE_CM_REQ_PDATA;
+		*off = 140;
+		*len = ROCE_CM_REQ_PDATA;
 		break;
 	case ROCE_CM_ATTR_MRA:
-		*off = 10, *len = ROCE_CM_MRA_PDATA;
+		*off = 10;
+		*len = ROCE_CM_MRA_PDATA;
 		break;
 	case ROCE_CM_ATTR_REJ:
-		*off = 12, *len = ROCE_CM_REJ_ARI + ROCE_CM_REJ_PDATA;
+		*off = 12;
+		*len = ROCE_CM_REJ_ARI + ROCE_CM_REJ_PDATA;
 		break;
 	case ROCE_CM_ATTR_REP:
-		*off = 36, *len = ROCE_CM_REP_PDATA;
+		*off = 36;
+		*len = ROCE_CM_REP_PDATA;
 		break;
 	case ROCE_CM_ATTR_DREQ:
-		*off = 12, *len = ROCE_CM_DREQ_PDATA;
+		*off = 12;
+		*len = ROCE_CM_DREQ_PDATA;
 		break;
 	default: /* RTU, DREP */
-		*off = 8, *len = ROCE_CM_RTU_PDATA;
+		*off = 8;
+		*len = ROCE_CM_RTU_PDATA;
 		break;
 	}
 	*off += ROCE_MAD_HDR_LEN;
