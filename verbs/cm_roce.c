@@ -500,7 +500,7 @@ int cm_roce_listen(struct cm_id *c)
 		c->state = CM_BOUND;
 		pthread_mutex_unlock(&c->lock);
 		if (rc == -EADDRINUSE)
-			xs_log("cm: RoCE listen: port %u is another process's", port);
+			xs_log("cm: RoCE listen: port %u has a listener already", port);
 		return cm_err(-rc);
 	}
 	c->rlistener = l;
