@@ -242,6 +242,16 @@ static void on_event(void *ctx, const struct xs_rcm_event *ev)
 		on_rep(c, ev);
 		return;
 	}
+	if (ev->type == XS_RCM_EV_DREQ) {
+		/* the connection is over: its WRs flush before the application
+		 * hears of it (and may destroy the QP) */
+		pthread_mutex_lock(&c->lock);
+		if (!c->destroyed && (c->state == CM_CONNECTED || c->state == CM_ACCEPTING))
+			qp = c->id.qp;
+		pthread_mutex_unlock(&c->lock);
+		if (qp)
+			xs_qp_flush(qp);
+	}
 	pthread_mutex_lock(&c->lock);
 	if (c->destroyed) {
 		pthread_mutex_unlock(&c->lock);
@@ -254,7 +264,6 @@ static void on_event(void *ctx, const struct xs_rcm_event *ev)
 					  c->rpath ? c->rpath->ord : 0, NULL, 0);
 		break;
 	case XS_RCM_EV_REJ:
-		qp = c->id.qp;
 		if (c->state == CM_CONNECTED) {
 			ended_locked(c);
 			break;
@@ -266,13 +275,11 @@ static void on_event(void *ctx, const struct xs_rcm_event *ev)
 		cm_queue(c, e);
 		break;
 	case XS_RCM_EV_TIMEOUT:
-		qp = c->id.qp;
 		c->state = CM_FAILED;
 		cm_queue_simple(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 		break;
 	case XS_RCM_EV_DREQ:
-		qp = c->id.qp;
-		if (c->state == CM_ACCEPTING) /* data came first: the DREQ ends it */
+		if (c->state == CM_ACCEPTING) /* the DREQ came before the RTU */
 			c->state = CM_FAILED;
 		ended_locked(c);
 		break;
@@ -283,8 +290,6 @@ static void on_event(void *ctx, const struct xs_rcm_event *ev)
 		break;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (qp)
-		xs_qp_flush(qp); /* the connection is over: its WRs flush */
 }
 
 /* A REQ on a listener: a new id and CONNECT_REQUEST (engine thread). */

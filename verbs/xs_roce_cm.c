@@ -39,6 +39,12 @@
 #define XRCM_RETRIES 15 /* rdma_cm's max CM retries */
 #define XRCM_DREQ_RETRIES 3
 #define XRCM_TIMEWAIT_MS 1000
+/* A REQ that finds no listener is sent again for this long before the
+ * REJ is reported, as the iWARP transport dials a refused TCP connect
+ * again (xs_connect.c: XS_REDIAL_MS): a client started just before its
+ * server connects instead of failing */
+#define XRCM_REDIAL_MS 1500
+#define XRCM_REDIAL_GAP_MS 20
 #define XRCM_MRA_TIMEOUT 20 /* what our MRAs ask for: 4.096 us * 2^20 ~ 4 s */
 #define XRCM_FWD_LEN (1 + 16 + 16 + ROCE_MAD_LEN) /* family, local, peer, MAD */
 #define XRCM_PKT_MAX (ROCE_BTH_LEN + ROCE_DETH_LEN + ROCE_MAD_LEN + 3 + ROCE_ICRC_LEN)
@@ -59,6 +65,7 @@ struct xs_rcm {
 	bool have_mad;
 	int retries;
 	uint64_t deadline; /* ms, 0: none */
+	uint64_t redial_end; /* active: a REJ "no listener" before this resends */
 	xs_rcm_cb cb;
 	void *ctx;
 };
@@ -623,6 +630,13 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 
 		if (r->state == S_TIMEWAIT || r->state == S_DONE)
 			break;
+		if (r->state == S_REQ_SENT && m->u.rej.reason == ROCE_CM_REJ_INVALID_SERVICE_ID &&
+		    xs_now_ms() + XRCM_REDIAL_GAP_MS < r->redial_end) {
+			/* the peer kept no state: the same REQ again soon */
+			r->deadline = xs_now_ms() + XRCM_REDIAL_GAP_MS;
+			r->retries = XRCM_RETRIES;
+			break;
+		}
 		xs_log("roce cm: REJ from %s: %s (%u)", addr_str(peer, s, sizeof(s)),
 		       roce_cm_rej_str(m->u.rej.reason), m->u.rej.reason);
 		timewait(r, XRCM_TIMEWAIT_MS);
@@ -1033,6 +1047,7 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 	memcpy(q->pdata, a->pdata, sizeof(q->pdata));
 	r->next = rcm.conns;
 	rcm.conns = r;
+	r->redial_end = xs_now_ms() + XRCM_REDIAL_MS;
 	conn_send(r, m, XRCM_RETRIES);
 	pthread_mutex_unlock(&rcm.mu);
 	free(m);
