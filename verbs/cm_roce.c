@@ -41,7 +41,10 @@
 /* What both ends agreed, kept on the id until its QP is up. */
 struct cm_roce_path {
 	struct sockaddr_storage local, peer; /* IP addresses */
-	uint32_t remote_qpn, remote_psn, local_psn;
+	uint32_t remote_qpn;
+	/* The starting PSN of a REQ or REP is the PSN its sender expects to
+	 * receive first: the peer sends from it (cm.c:1574,2111,2319,2564) */
+	uint32_t remote_psn, local_psn;
 	uint8_t mtu; /* IB enum */
 	uint32_t flow_label;
 	uint8_t retry_count, rnr_retry; /* our QP's: from the peer's message */
@@ -144,7 +147,7 @@ static int qp_up(struct ibv_qp *qp, const struct cm_roce_path *p)
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = (enum ibv_mtu)p->mtu;
 	a.dest_qp_num = p->remote_qpn;
-	a.rq_psn = p->remote_psn;
+	a.rq_psn = p->local_psn;
 	a.max_dest_rd_atomic = p->ird;
 	a.min_rnr_timer = CM_ROCE_MIN_RNR_TIMER;
 	a.ah_attr.is_global = 1;
@@ -160,7 +163,7 @@ static int qp_up(struct ibv_qp *qp, const struct cm_roce_path *p)
 		return rc;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = p->local_psn;
+	a.sq_psn = p->remote_psn;
 	a.timeout = CM_ROCE_ACK_TIMEOUT;
 	a.retry_cnt = p->retry_count;
 	a.rnr_retry = p->rnr_retry;
