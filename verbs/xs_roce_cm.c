@@ -792,6 +792,20 @@ static void rx_udp(int fd)
 	}
 }
 
+/* fd is still the process's or a listener's (mu held): a listener closed
+ * since the poll may have left its number to an application's file */
+static bool fwd_fd_live(int fd)
+{
+	struct xs_rcm_listener *l;
+
+	if (fd == rcm.fdu)
+		return true;
+	for (l = rcm.listeners; l; l = l->next)
+		if (l->fd == fd)
+			return true;
+	return false;
+}
+
 static void rx_fwd(int fd)
 {
 	uint8_t b[XRCM_FWD_LEN + 1];
@@ -800,7 +814,9 @@ static void rx_fwd(int fd)
 	int k;
 
 	for (k = 0; k < 32; k++) {
-		n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		pthread_mutex_lock(&rcm.mu);
+		n = fwd_fd_live(fd) ? recv(fd, b, sizeof(b), MSG_DONTWAIT) : -1;
+		pthread_mutex_unlock(&rcm.mu);
 		if (n < 0)
 			return;
 		if (n != XRCM_FWD_LEN || (b[0] != 4 && b[0] != 6))
@@ -967,8 +983,8 @@ void xs_rcm_unlisten(struct xs_rcm_listener *l)
 	wait_cb(l);
 	(void)!eventfd_write(rcm.wake, 1);
 	pthread_mutex_unlock(&rcm.mu);
-	/* the engine may still poll the fd once: it reads nothing from it
-	 * after this (not listed), and a closed fd in poll is POLLNVAL */
+	/* the engine may still poll the number once; it reads only from
+	 * listed fds (fwd_fd_live), and this one is not listed any more */
 	close(l->fd);
 	free(l);
 }
