@@ -65,6 +65,7 @@ gx 'for m in $(cat /etc/xs/modules.netem); do insmod /lib/modules/$(uname -r)/ke
 
 # shellcheck disable=SC2317 # called through $tool
 wbw() { echo "ib_write_bw -d $1 -x $2 -m $mtu -s 65536 -n 60 -t 8 -F -p $3 ${4:-}"; }
+# shellcheck disable=SC2317 # called through $tool
 pp() { echo "ibv_rc_pingpong -d $1 -g $2 -m $mtu -s 65536 -n 10 -c -p $3 ${4:-}"; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "?" }'; }
 
