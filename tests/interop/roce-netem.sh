@@ -13,7 +13,7 @@
 #
 #   flock /tmp/xs-guest.lock tests/interop/roce-netem.sh [--rounds N] [--only REGEX] [--out DIR]
 #
-# netem reorders only with a delay (the packets it does not send at once
+# /usr/sbin/tc: busybox has a tc without netem.  netem reorders only with a delay (the packets it does not send at once
 # wait that long): the reordering rows add "delay 1ms".  Env as roce.sh:
 # XS_TOP_BUILDDIR, XS_INTEROP_CACHE.  Root only.
 set -uo pipefail
@@ -60,7 +60,7 @@ hidx=$(timeout 20 "$xs_run" ibv_devinfo -d "$xdev" -v 2>/dev/null |
        awk -v a="::ffff:$haddr" '/GID\[/ && index($0, a) { gsub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit }')
 [ -n "$hidx" ] || { echo "roce-netem: $xdev has no GID ::ffff:$haddr" >&2; exit 1; }
 # shellcheck disable=SC2016 # expanded in the guest
-gx 'for m in $(cat /etc/xs/modules.netem); do insmod /lib/modules/$(uname -r)/kernel/$m.ko 2>/dev/null; done; tc qdisc add dev eth1 root netem limit 1000 && tc qdisc del dev eth1 root' \
+gx 'for m in $(cat /etc/xs/modules.netem); do insmod /lib/modules/$(uname -r)/kernel/$m.ko 2>/dev/null; done; /usr/sbin/tc qdisc add dev eth1 root netem limit 1000 && /usr/sbin/tc qdisc del dev eth1 root' \
     > "$out/netem.log" 2>&1 || { echo "roce-netem: no netem in the guest: $(cat "$out/netem.log")" >&2; exit 1; }
 
 # shellcheck disable=SC2317 # called through $tool
@@ -105,8 +105,8 @@ fail=0
 for c in "${conds[@]}"; do
     cname=${c%%|*} qd=${c#*|}
     if [ -n "$only" ] && ! echo "$cname" | grep -qE -- "$only"; then continue; fi
-    gx "tc qdisc replace dev eth1 root netem $qd" > /dev/null 2>&1 ||
-        { echo "roce-netem: tc qdisc replace dev eth1 root netem $qd failed" >&2; exit 1; }
+    gx "/usr/sbin/tc qdisc replace dev eth1 root netem $qd" > /dev/null 2>&1 ||
+        { echo "roce-netem: /usr/sbin/tc qdisc replace dev eth1 root netem $qd failed" >&2; exit 1; }
     declare -A bw=() ahead=()
     ok=yes notes=""
     for r in $(seq "$rounds"); do
@@ -132,7 +132,7 @@ for c in "${conds[@]}"; do
     echo "roce-netem: $cname: OOO on $on MB/s (${bw[1]:-}), off $off MB/s (${bw[0]:-}), ahead ${ahead[1]}/${ahead[0]}, data ok: $ok"
     unset bw ahead
 done
-gx "tc qdisc del dev eth1 root" > /dev/null 2>&1
+gx "/usr/sbin/tc qdisc del dev eth1 root" > /dev/null 2>&1
 cat "$table"
 [ $fail = 0 ] && [ $keep = 0 ] && rm -rf "$out"
 exit $fail
