@@ -80,6 +80,8 @@ static void kernel_close(struct xsk *s, const struct xsk_stack *st)
 
 		if (s->swap)
 			m = rs_swap32(m);
+		if (s->msg_imm)
+			xsk_wr_imm(&wr, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
 		s->disc_sent = true;
 		s->disc_pending = ibv_post_send(s->id->qp, &wr, &bad) == 0;
 		if (live)
