@@ -114,9 +114,10 @@ void xsk_free(struct xsk *s)
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
 	if (st && s->id && !xsk_fork_quiet(s) && s->linger_on && !s->linger_s &&
-	    s->state == XSK_CONNECTED && !s->peer_gone && st->tcp &&
+	    s->state == XSK_CONNECTED && !s->peer_gone && st->tcp && !s->msg_imm &&
 	    st->tcp(s->id, XSOCK_TCP_ABORT, 0, 0, NULL, NULL) == 0) {
-		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset */
+		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset (off
+		 * iWARP, msg_imm, no TCP connection to reset: a disconnect) */
 		s->disc_sent = true;
 	}
 	if (st && st->kernel && xsk_fork_quiet(s)) {
