@@ -73,6 +73,10 @@ struct xs_conn *xs_cm_conn(struct rdma_cm_id *id)
 	struct cm_id *c = cm_of(id);
 	struct xs_conn *conn;
 
+	/* a RoCE id's connection is the RoCE engine's, not an xs_conn of
+	 * xs_internal.h: the TCP, fork and hand-over calls have none */
+	if (c->roce)
+		return NULL;
 	if (id->qp)
 		return xs_qp_conn(id->qp);
 	pthread_mutex_lock(&c->lock);
