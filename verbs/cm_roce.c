@@ -598,15 +598,19 @@ int cm_roce_disconnect(struct cm_id *c)
 	struct ibv_qp *qp;
 
 	pthread_mutex_lock(&c->lock);
+	qp = c->id.qp;
 	if (c->state == CM_DISCONNECTED) {
+		/* the peer's DREQ came first (answered): the QP still goes to
+		 * ERROR, as librdmacm's rdma_disconnect always moves it */
 		pthread_mutex_unlock(&c->lock);
+		if (qp)
+			xs_qp_flush(qp);
 		return 0;
 	}
 	if (c->state != CM_CONNECTED && c->state != CM_ACCEPTING) {
 		pthread_mutex_unlock(&c->lock);
 		return cm_err(EINVAL);
 	}
-	qp = c->id.qp;
 	c->state = CM_CONNECTED; /* for ended_locked */
 	ended_locked(c);
 	pthread_mutex_unlock(&c->lock);
