@@ -16,4 +16,13 @@ static inline in_port_t xs_sa_port(const struct sockaddr *sa)
 	return 0;
 }
 
+/* Set the port (network order; nothing for another family). */
+static inline void xs_sa_set_port(struct sockaddr *sa, in_port_t port)
+{
+	if (sa->sa_family == AF_INET)
+		((struct sockaddr_in *)sa)->sin_port = port;
+	else if (sa->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)sa)->sin6_port = port;
+}
+
 #endif

@@ -253,6 +253,8 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	if (!id || !cm_param_ok(param))
 		return cm_err(EINVAL);
+	if (c->roce)
+		return cm_roce_connect(c, param);
 	pthread_mutex_lock(&c->lock);
 	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !id->qp) {
 		pthread_mutex_unlock(&c->lock);
@@ -414,6 +416,10 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		pthread_mutex_unlock(&c->lock);
 		return cm_err(EINVAL);
 	}
+	if (c->roce) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_roce_listen(c);
+	}
 	addr = id->route.addr.src_storage;
 	c->state = CM_LISTEN; /* before xs_listen: requests may arrive at once */
 	cm_port_release(c);
@@ -450,6 +456,8 @@ XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	if (!id || !cm_param_ok(param))
 		return cm_err(EINVAL);
+	if (c->roce)
+		return cm_roce_accept(c, param);
 	pthread_mutex_lock(&c->lock);
 	if (c->state != CM_REQ || !c->conn || !id->qp) {
 		pthread_mutex_unlock(&c->lock);
@@ -508,6 +516,8 @@ XS_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 
 	if (!id)
 		return cm_err(EINVAL);
+	if (c->roce)
+		return cm_roce_reject(c, private_data, private_data_len);
 	if (private_data_len > XS_MAX_PD_PRIV || (private_data_len && !private_data))
 		return cm_err(EINVAL);
 	pthread_mutex_lock(&c->lock);
@@ -540,6 +550,8 @@ XS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 
 	if (!id)
 		return cm_err(EINVAL);
+	if (c->roce)
+		return cm_roce_disconnect(c);
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CM_DISCONNECTED) {
 		/* the peer was first; a second disconnect is harmless */

@@ -115,6 +115,8 @@ static void cm_destroy(struct cm_id *c)
 
 	if (l)
 		c->tp->listener_close(l); /* no accept upcall after this */
+	if (c->roce)
+		cm_roce_destroy(c); /* no IB CM upcall after this */
 	if (conn) {
 		if (st == CM_REQ)
 			c->tp->reject(conn, NULL, 0); /* never answered: refuse it */
@@ -179,21 +181,15 @@ int cm_sa_copy(struct sockaddr_storage *dst, const struct sockaddr *src)
 	return 0;
 }
 
-/* The id's device is the CM's default one (XSOCK_TRANSPORT).  rdma_cm over
- * RoCE (xsock_roce0) is not there yet: the calls that give an id its
- * device (rdma_bind_addr, rdma_resolve_addr, rdma_listen of an unbound id)
- * refuse it here with EPROTONOSUPPORT, before any socket exists. */
+/* The id's device is the CM's default one (XSOCK_TRANSPORT); on
+ * xsock_roce0 the id's connection calls are cm_roce.c's (the IB CM). */
 int cm_set_verbs(struct cm_id *c)
 {
 	if (!c->id.verbs)
 		c->id.verbs = xs_default_context();
 	if (!c->id.verbs)
 		return -ENODEV;
-	if (xs_ctx_is_roce(c->id.verbs)) {
-		xs_log("rdma_cm on xsock_roce0 (XSOCK_TRANSPORT=roce) is not supported yet: "
-		       "EPROTONOSUPPORT");
-		return -EPROTONOSUPPORT;
-	}
+	c->roce = xs_ctx_is_roce(c->id.verbs);
 	c->id.port_num = 1;
 	return 0;
 }

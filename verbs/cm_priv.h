@@ -19,6 +19,7 @@
  * engine: its calls may wait for the engine thread, which may be waiting for
  * our lock in an upcall.  The CM creates no thread.
  *
+ *   cm_roce.c      the same calls on xsock_roce0: the IB CM (xs_roce_cm.h)
  * Not supported: RDMA_PS_UDP/IB/IPOIB (EOPNOTSUPP), multicast, XRC, ECE. */
 #ifndef CM_PRIV_H
 #define CM_PRIV_H
@@ -111,6 +112,11 @@ struct cm_id {
 	 * does (qperf sends it to its client before rdma_listen): a bound
 	 * TCP socket holds it until listen or connect binds it again (-1) */
 	int port_fd;
+	/* RoCE (xsock_roce0): the IB CM under this id (cm_roce.c), not tp */
+	bool roce;
+	struct xs_rcm *rcm;
+	struct xs_rcm_listener *rlistener;
+	struct cm_roce_path *rpath; /* the path agreed (REQ, REP) */
 };
 
 static inline struct cm_chan *cm_chan_of(struct rdma_event_channel *ch)
@@ -198,5 +204,17 @@ int cm_qp_attach(struct cm_id *c, struct ibv_qp *qp, struct xs_conn *conn);
  * from then on).  No lock held (takes c->lock, then calls the engine
  * without it); nothing if c is destroyed. */
 void cm_arm_closed(struct cm_id *c, struct xs_conn *conn);
+
+/* ---- the IB CM over RoCE (cm_roce.c) -------------------------------------- */
+
+/* rdma_connect/listen/accept/reject/disconnect of an id on xsock_roce0
+ * (c->roce): application thread, no lock held; 0 or -1 with errno. */
+int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param);
+int cm_roce_listen(struct cm_id *c);
+int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param);
+int cm_roce_reject(struct cm_id *c, const void *pdata, uint8_t len);
+int cm_roce_disconnect(struct cm_id *c);
+/* From rdma_destroy_id: no engine upcall for c after this. */
+void cm_roce_destroy(struct cm_id *c);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Writes the seed corpora in tests/fuzz/corpus/ from real frames: the siw
  * vectors of tests/test-mpa-frame.c and tests/test-iw-stream.c, the ICRC
- * known answers of tests/test-roce.c, and streams and packets the project's
+ * known answers of tests/test-roce.c, rdma_rxe's CM MADs, and streams and packets the project's
  * own encoders produce (iw_tx over a capture buffer, as
  * tests/test-iw-stream.c does).  Built and run by `scripts/fuzz.sh
  * --gen-corpus`; the output is committed, so this only runs when the input
@@ -18,6 +18,7 @@
 
 #include "iwarp/iw_stream.h"
 #include "roce/roce.h"
+#include "roce/roce_cm.h"
 #include "tests/vectors/siw-init-rev2-stream.h"
 
 static const char *outdir;
@@ -452,6 +453,100 @@ static void gen_roce_pkt(void)
 	}
 }
 
+/* ---- IB CM MADs ---------------------------------------------------------- */
+
+/* rdma_rxe's REQ and REJ (tests/vectors/roce/cm-req.hex: the MADs without
+ * their trailing zeros), then one of each message roce_cm_encode makes. */
+static const char *const roce_cm_rxe[] = {
+	"010702030000000000000002bc14c9f80010000000000000f8c914bc000000000000000001061c06"
+	"505400fffe78730200000000000000000000110100000001000000a0921689a7ffff37f0ffffffff"
+	"00000000000000000000ffff0a00030200000000000000000000ffff0a0003011262f00000400098"
+	"00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+	"0000000000408cb70000000000000000000000000a0003020000000000000000000000000a000301",
+	"010702030000000000000002bc14c9f80012000000000000f8c914bc0000000080100004505400ff"
+	"fe787302",
+};
+
+static void gen_roce_cm(void)
+{
+	static const char *const names[] = { "req", "mra", "rej", "rep", "rtu", "dreq", "drep" };
+	uint8_t mad[ROCE_MAD_LEN];
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(roce_cm_rxe) / sizeof(roce_cm_rxe[0]); i++) {
+		memset(mad, 0, sizeof(mad));
+		hex(roce_cm_rxe[i], mad, sizeof(mad));
+		snprintf(name, sizeof(name), "rxe-%zu", i);
+		put("fuzz-roce-cm", name, mad, sizeof(mad), NULL, 0);
+	}
+	for (uint16_t attr = ROCE_CM_ATTR_REQ; attr <= ROCE_CM_ATTR_DREP; attr++) {
+		struct roce_cm_msg m;
+		struct roce_cma_hdr c = { .version = ROCE_CMA_VERSION, .ip_version = 6,
+					  .src_port = 0xc123 };
+
+		roce_cm_hdr_init(&m, attr, 0x0000000100000000ull | attr);
+		switch (attr) {
+		case ROCE_CM_ATTR_REQ:
+			m.u.req.local_comm_id = 0x11223344;
+			m.u.req.service_id = roce_cm_service_id(7174);
+			m.u.req.local_qpn = 0x12;
+			m.u.req.starting_psn = 0xabcdef;
+			m.u.req.path_mtu = 5;
+			m.u.req.retry_count = 7;
+			m.u.req.rnr_retry_count = 7;
+			m.u.req.max_cm_retries = 15;
+			m.u.req.pkey = 0xffff;
+			m.u.req.primary.local_lid = m.u.req.primary.remote_lid = 0xffff;
+			m.u.req.primary.flow_label = roce_cm_flow_label(0xc123, 7174);
+			m.u.req.primary.hop_limit = 64;
+			m.u.req.primary.local_ack_timeout = 19;
+			for (int i = 0; i < 16; i++) {
+				c.src_addr[i] = m.u.req.primary.local_gid[i] = (uint8_t)(0xfe - i);
+				c.dst_addr[i] = m.u.req.primary.remote_gid[i] = (uint8_t)(0x20 + i);
+			}
+			roce_cma_hdr_encode(&c, m.u.req.pdata);
+			break;
+		case ROCE_CM_ATTR_MRA:
+			m.u.mra.local_comm_id = 0x55667788;
+			m.u.mra.remote_comm_id = 0x11223344;
+			m.u.mra.message_mraed = ROCE_CM_MSG_REP;
+			m.u.mra.service_timeout = 20;
+			break;
+		case ROCE_CM_ATTR_REJ:
+			m.u.rej.local_comm_id = 0x55667788;
+			m.u.rej.remote_comm_id = 0x11223344;
+			m.u.rej.message_rejected = ROCE_CM_MSG_REQ;
+			m.u.rej.reason = ROCE_CM_REJ_INVALID_SERVICE_ID;
+			break;
+		case ROCE_CM_ATTR_REP:
+			m.u.rep.local_comm_id = 0x55667788;
+			m.u.rep.remote_comm_id = 0x11223344;
+			m.u.rep.local_qpn = 0x13;
+			m.u.rep.starting_psn = 0x123456;
+			m.u.rep.responder_resources = m.u.rep.initiator_depth = 1;
+			m.u.rep.rnr_retry_count = 7;
+			m.u.rep.local_ca_guid = 0x505400fffe787301ull;
+			break;
+		case ROCE_CM_ATTR_RTU:
+			m.u.rtu.local_comm_id = 0x11223344;
+			m.u.rtu.remote_comm_id = 0x55667788;
+			break;
+		case ROCE_CM_ATTR_DREQ:
+			m.u.dreq.local_comm_id = 0x11223344;
+			m.u.dreq.remote_comm_id = 0x55667788;
+			m.u.dreq.remote_qpn = 0x13;
+			break;
+		default:
+			m.u.drep.local_comm_id = 0x55667788;
+			m.u.drep.remote_comm_id = 0x11223344;
+			break;
+		}
+		roce_cm_encode(&m, mad);
+		snprintf(name, sizeof(name), "enc-%s", names[attr - ROCE_CM_ATTR_REQ]);
+		put("fuzz-roce-cm", name, mad, sizeof(mad), NULL, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -466,6 +561,7 @@ int main(int argc, char **argv)
 	gen_ddp_place();
 	gen_rdmap_rx();
 	gen_roce_pkt();
+	gen_roce_cm();
 	printf("gen-corpus: %u files in %s\n", nfiles, outdir);
 	return 0;
 }
