@@ -15,8 +15,8 @@
 #   tests/interop/roce.sh [--only REGEX] [--list] [--out DIR] [--soak]
 #                         [--loopback] [--no-install]
 #
-# --soak adds the slow cells (more iterations, 256 KiB and 1 MiB messages;
-# rping 65535 and rstream 1 MiB).
+# --soak adds the slow cells (more iterations, 256 KiB and 1 MiB messages,
+# rstream 1 MiB).
 # --loopback runs the xsock halves in the guest on rxe0 instead (rxe's own
 # loopback, no packet on the tap): it checks the harness and every
 # guest-side command line without xsock_roce0.  Without it the cells need
@@ -68,8 +68,8 @@ for dir in hc gc; do
 done
 # rdma_cm over RoCE (issue 18): DIR-cm-TOOL, the tool cm_TOOL; the sizes of
 # perftest's atomic cell are its -A operations
-cm_rping="23 64 1024 4096" cm_uc="100 4000" cm_pt="64 65536" cm_rs="64 4096 65536"
-[ $soak = 1 ] && { cm_rping+=" 65535"; cm_rs+=" 1048576"; }
+cm_rping="23 64 1024 4096 65535" cm_uc="100 4000" cm_pt="64 65536" cm_rs="64 4096 65536"
+[ $soak = 1 ] && cm_rs+=" 1048576"
 for dir in hc gc; do
     cells+=("$dir-cm-rping $dir cm_rping ${cm_rping// /,}" "$dir-cm-ucmatose $dir cm_ucmatose ${cm_uc// /,}")
     for tool in send_bw write_bw read_bw write_lat; do
