@@ -80,6 +80,8 @@ static void kernel_close(struct xsk *s, const struct xsk_stack *st)
 
 		if (s->swap)
 			m = rs_swap32(m);
+		if (s->msg_imm)
+			xsk_wr_imm(&wr, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));
 		s->disc_sent = true;
 		s->disc_pending = ibv_post_send(s->id->qp, &wr, &bad) == 0;
 		if (live)
@@ -112,9 +114,10 @@ void xsk_free(struct xsk *s)
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
 	if (st && s->id && !xsk_fork_quiet(s) && s->linger_on && !s->linger_s &&
-	    s->state == XSK_CONNECTED && !s->peer_gone && st->tcp &&
+	    s->state == XSK_CONNECTED && !s->peer_gone && st->tcp && !s->msg_imm &&
 	    st->tcp(s->id, XSOCK_TCP_ABORT, 0, 0, NULL, NULL) == 0) {
-		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset */
+		/* SO_LINGER {1, 0}: an abortive close, the peer sees a reset (off
+		 * iWARP, msg_imm, no TCP connection to reset: a disconnect) */
 		s->disc_sent = true;
 	}
 	if (st && st->kernel && xsk_fork_quiet(s)) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "libxsock/xsk_proto_int.h"
+#include "util/xs_be.h"
 #include "verbs/xs_priv_abi.h"
 
 /* ---- credits and the receive ring ----------------------------------------------- */
@@ -67,6 +68,8 @@ void xsk_give_credits(struct xsk *s)
 		struct ibv_send_wr *bad;
 		wr.wr.rdma.remote_addr = s->remote_sgl.addr + (uint64_t)s->remote_sge * RS_SGE_LEN;
 		wr.wr.rdma.rkey = s->remote_sgl.key;
+		if (s->msg_imm)
+			xsk_wr_write_imm(&wr, RS_MSG(RS_OP_SGL, (uint16_t)(s->rseq_no + s->rq_size)));
 		if (ibv_post_send(s->id->qp, &wr, &bad)) {
 			xsk_conn_broken(s);
 			return;
@@ -161,7 +164,12 @@ void xsk_poll_cq_rx(struct xsk *s, int rx)
 					continue;
 				}
 				s->rmsg_arrived++;
-				handle_msg(s, s->rmsgbuf[idx]);
+				/* either form, whatever msg_imm says: a peer's Write with
+				 * immediate (rsockets off iWARP) or its 4-octet Send */
+				if (wc[i].wc_flags & IBV_WC_WITH_IMM)
+					handle_msg(s, xs_get_be32((const uint8_t *)&wc[i].imm_data));
+				else
+					handle_msg(s, s->rmsgbuf[idx]);
 				if (!s->peer_gone && xsk_post_recv(s, idx))
 					xsk_conn_broken(s);
 			} else if (wc[i].wr_id & WR_DATA) {

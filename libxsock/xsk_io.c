@@ -160,7 +160,8 @@ out:
 }
 
 /* One Data Transfer message of sge into the current target buffer, which
- * has room for it: the RDMA Write, then the 4-octet Send announcing it.
+ * has room for it: the RDMA Write, then the 4-octet Send announcing it
+ * (msg_imm: one RDMA Write with the message as its immediate data).
  * caller: sge is the application's own memory (lkey XSOCK_LKEY_CALLER),
  * sent before the post returns; nothing completes. */
 static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id, bool caller)
@@ -187,6 +188,8 @@ static int post_data(struct xsk *s, struct ibv_sge *sge, uint64_t wr_id, bool ca
 	struct ibv_send_wr *bad;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
+	if (s->msg_imm) /* the message rides on the Write (rsockets off iWARP) */
+		xsk_wr_write_imm(&wr, RS_MSG(RS_OP_DATA, sge->length));
 	if (caller ? xsk_stack()->post_send_caller(s->id->qp, &wr, &bad)
 		   : ibv_post_send(s->id->qp, &wr, &bad)) {
 		xsk_conn_broken(s);

@@ -288,6 +288,10 @@ struct xsk {
 	struct rs_sge_h remote_sgl; /* the peer's target SGL */
 	unsigned remote_sge;
 	bool swap; /* the peer's byte order differs */
+	/* rsockets' form on a device that is not iWARP (no RS_OPT_MSG_SEND): each
+	 * message is the immediate data of an RDMA Write with immediate, in
+	 * network order, not a 4-octet Send (xsk_setup_qp) */
+	bool msg_imm;
 
 	/* send side */
 	volatile struct rs_sge_h *target_sgl; /* written by the peer */

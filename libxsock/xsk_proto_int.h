@@ -50,6 +50,10 @@ uint64_t xsk_mem_to(const struct xsk *s, const void *p);
 int xsk_post_recv(struct xsk *s, unsigned i);
 /* A 4-octet Send carrying msg, in the peer's byte order; 0 or -errno. */
 int xsk_post_msg(struct xsk *s, uint32_t msg);
+/* wr becomes the zero-length RDMA Write with immediate carrying msg (msg_imm) */
+void xsk_wr_imm(struct ibv_send_wr *wr, uint32_t msg);
+/* wr, an RDMA Write, carries msg as immediate data and no Send follows it */
+void xsk_wr_write_imm(struct ibv_send_wr *wr, uint32_t msg);
 
 /* ---- xsk_credit.c: credits, the receive ring, the CQ ----------------------------- */
 

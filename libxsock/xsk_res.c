@@ -19,6 +19,7 @@
 
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_proto_int.h"
+#include "util/xs_be.h"
 #include "verbs/xs_priv_abi.h"
 
 /* ---- objects ------------------------------------------------------------------ */
@@ -116,7 +117,9 @@ int xsk_post_recv(struct xsk *s, unsigned i)
 	return -ibv_post_recv(s->id->qp, &wr, &bad);
 }
 
-/* A 4-octet Send carrying msg, in the peer's byte order. */
+/* A 4-octet Send carrying msg, in the peer's byte order; with msg_imm a
+ * zero-length RDMA Write with immediate (no address, R_Key 0), as
+ * rsockets' rs_post_msg on InfiniBand/RoCE. */
 int xsk_post_msg(struct xsk *s, uint32_t msg)
 {
 	uint32_t m = s->swap ? rs_swap32(msg) : msg;
@@ -125,7 +128,26 @@ int xsk_post_msg(struct xsk *s, uint32_t msg)
 				  .send_flags = IBV_SEND_INLINE };
 	struct ibv_send_wr *bad;
 
+	if (s->msg_imm)
+		xsk_wr_imm(&wr, msg);
 	return -ibv_post_send(s->id->qp, &wr, &bad);
+}
+
+void xsk_wr_write_imm(struct ibv_send_wr *wr, uint32_t msg)
+{
+	wr->next = NULL;
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	xs_put_be32((uint8_t *)&wr->imm_data, msg); /* the wire's order, as verbs keeps it */
+}
+
+void xsk_wr_imm(struct ibv_send_wr *wr, uint32_t msg)
+{
+	xsk_wr_write_imm(wr, msg);
+	wr->sg_list = NULL;
+	wr->num_sge = 0;
+	wr->send_flags &= ~(unsigned)IBV_SEND_INLINE;
+	wr->wr.rdma.remote_addr = 0;
+	wr->wr.rdma.rkey = 0;
 }
 
 /* ---- resources ----------------------------------------------------------------- */
@@ -166,6 +188,8 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 
 	if (!ctx)
 		return -ENODEV;
+	/* rsockets sets RS_OPT_MSG_SEND on iWARP devices only (rs_create_ep) */
+	s->msg_imm = ctx->device && ctx->device->transport_type != IBV_TRANSPORT_IWARP;
 	s->pd = st->alloc_pd(ctx);
 	if (!s->pd)
 		return -(errno ? errno : ENOMEM);

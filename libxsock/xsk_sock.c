@@ -55,7 +55,10 @@ int xsk_sock_tcp(struct xsk *s, int op, int level, int name, void *val, socklen_
 {
 	const struct xsk_stack *st = xsk_stack();
 
-	if (!st || !st->tcp || !s->id || s->state != XSK_CONNECTED)
+	/* off iWARP (msg_imm: RoCE) no TCP connection carries the stream; the
+	 * stack's call would reach the socket's own fd, and so this library
+	 * again, under s's lock (redis-cli's SO_KEEPALIVE hung there) */
+	if (!st || !st->tcp || !s->id || s->state != XSK_CONNECTED || s->msg_imm)
 		return -ENOTCONN;
 	return st->tcp(s->id, op, level, name, val, len);
 }

@@ -145,6 +145,9 @@ static void active(int port, int want_reject)
 			if (!n)
 				usleep(1000);
 		}
+		if (n != 1 || wc.status != IBV_WC_SUCCESS)
+			fprintf(stderr, "send: n %d status %s\n", n,
+				n == 1 ? ibv_wc_status_str(wc.status) : "-");
 		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7);
 	}
 	/* the passive side disconnects first: DISCONNECTED here */

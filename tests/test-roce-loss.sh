@@ -6,7 +6,10 @@
 # unmodified ibv_rc_pingpong --chk (Sends of 1 B .. 64 KiB, data checked)
 # and perftest without -R (Send, Write, Read, Atomic, Write latency) must
 # complete: NAK-sequence and timeout go-back-N, duplicate Sends and Writes
-# re-ACKed, Reads resent from their first missing response.  Root only
+# re-ACKed, Reads resent from their first missing response.  Then the
+# wire also reorders (xsock-impair --reorder 10:3, 1% loss): Writes placed
+# ahead of a gap (XSOCK_ROCE_OOO, counted in the server's XSOCK_DEBUG line
+# at QP destroy), with it on and off.  Root only
 # (namespaces, taps).  An argument runs only the cells it matches (grep -E).
 set -u
 only=${1:-.}
@@ -79,6 +82,36 @@ for t in "ib_send_bw -s 65536 -n 200" "ib_write_bw -s 65536 -n 200" "ib_read_bw 
     "ib_read_bw -s 3000 -n 300" "ib_atomic_bw -n 300" "ib_write_lat -s 2048 -n 300"; do
     cell "$t" "$t -d xsock_roce0 -x $ga" "$t -d xsock_roce0 -x $gb"
 done
+kill "$imp" 2>/dev/null && wait "$imp" 2>/dev/null
+imp=
+echo "wire: $(tail -2 "$tmp/impair" | tr '\n' ' ')"
+
+# the reordering wire: the same taps, a new impairer
+"$bld/tools/xsock-impair" --reorder 10:3 "$ns_a" "$tap_a" "$ns_b" "$tap_b" 200 10000 \
+    >"$tmp/impair" 2>&1 &
+imp=$!
+sleep 0.3
+for ooo in 1 0; do
+    export XSOCK_ROCE_OOO=$ooo XSOCK_DEBUG=1
+    cell "reorder ooo=$ooo ib_write_bw" "ib_write_bw -s 65536 -n 300 -d xsock_roce0 -x $ga" \
+        "ib_write_bw -s 65536 -n 300 -d xsock_roce0 -x $gb"
+    ahead=$(sed -n 's/.* \([0-9]*\) Write packets placed ahead of a gap/\1/p' "$tmp/s" |
+        awk '{ n += $1 } END { print n + 0 }')
+    if echo "reorder ooo=$ooo ib_write_bw" | grep -Eq -- "$only"; then
+        echo "   placed ahead: $ahead"
+        if [ "$ooo" = 1 ] && [ "$ahead" -eq 0 ]; then
+            echo "FAIL reorder: nothing placed ahead with XSOCK_ROCE_OOO=1"
+            fail=1
+        elif [ "$ooo" = 0 ] && [ "$ahead" -ne 0 ]; then
+            echo "FAIL reorder: $ahead placed ahead with XSOCK_ROCE_OOO=0"
+            fail=1
+        fi
+    fi
+    cell "reorder ooo=$ooo pingpong --chk" \
+        "ibv_rc_pingpong -d xsock_roce0 -g $ga --chk -s 65536 -n 30" \
+        "ibv_rc_pingpong -d xsock_roce0 -g $gb --chk -s 65536 -n 30"
+done
+unset XSOCK_ROCE_OOO XSOCK_DEBUG
 kill "$imp" 2>/dev/null && wait "$imp" 2>/dev/null
 imp=
 echo "wire: $(tail -2 "$tmp/impair" | tr '\n' ' ')"

@@ -2,13 +2,16 @@
 /* xsock-impair: a delaying, lossy wire between two network namespaces, for
  * kernels without sch_netem (bench-programs.sh --netem).
  *
- *   xsock-impair NS_A TAP_A NS_B TAP_B DELAY_US LOSS_PPM
+ *   xsock-impair [--reorder PCT[:N]] NS_A TAP_A NS_B TAP_B DELAY_US LOSS_PPM
  *
  * Opens the persistent tap device TAP_A inside namespace NS_A and TAP_B
  * inside NS_B (ip tuntap add ... mode tap, made by the caller), then
  * forwards every Ethernet frame from one to the other DELAY_US later,
  * dropping each with probability LOSS_PPM / 1e6: what
  * `tc qdisc add ... netem delay 1ms loss 0.1%` on both ends would do.
+ * --reorder holds PCT percent of the frames back (one at a time per
+ * direction) and sends each after the next N (default 3) frames, or when
+ * nothing followed it within DELAY_US + 1 ms: a reordering wire.
  * Without IFF_VNET_HDR a tap carries frames of at most its MTU (the
  * kernel segments for it), so the loss hits TCP segments as on a wire.
  * Runs until SIGTERM or SIGINT; prints what it forwarded and dropped. */
@@ -42,8 +45,13 @@ struct dir {
 	int in, out;
 	struct frame *q;
 	unsigned head, tail; /* q[head..tail) waits, FIFO: one delay for all */
-	unsigned long fwd, lost, full;
+	unsigned long fwd, lost, full, reordered;
+	struct frame held; /* --reorder: the frame held back, if held_left */
+	unsigned held_left; /* frames still to pass it */
 };
+
+static uint32_t reorder_ppm; /* --reorder PCT, in ppm */
+static unsigned reorder_n = 3;
 
 static volatile sig_atomic_t stop;
 
@@ -97,6 +105,20 @@ static int open_tap(const char *ns, const char *name)
 	return fd;
 }
 
+/* The held frame goes to the end of the queue (or is lost, if full). */
+static void release_held(struct dir *d, uint64_t delay_ns)
+{
+	d->held_left = 0;
+	if (d->tail - d->head == QUEUE_LEN) {
+		d->full++;
+		return;
+	}
+	d->q[d->tail % QUEUE_LEN] = d->held;
+	d->q[d->tail % QUEUE_LEN].due_ns = now_ns() + delay_ns;
+	d->tail++;
+	d->reordered++;
+}
+
 static void take(struct dir *d, uint64_t delay_ns, uint32_t loss_ppm)
 {
 	for (;;) {
@@ -120,14 +142,25 @@ static void take(struct dir *d, uint64_t delay_ns, uint32_t loss_ppm)
 		}
 		f->len = (uint16_t)n;
 		f->due_ns = now_ns() + delay_ns;
+		if (!d->held_left && reorder_ppm && rng_ppm() < reorder_ppm) {
+			d->held = *f; /* due_ns: when it goes anyway */
+			d->held.due_ns += 1000000u;
+			d->held_left = reorder_n;
+			continue;
+		}
 		d->tail++;
+		if (d->held_left && --d->held_left == 0)
+			release_held(d, delay_ns);
 	}
 }
 
 /* Frames due now go out; returns ns until the next one is due (or -1). */
-static int64_t give(struct dir *d)
+static int64_t give(struct dir *d, uint64_t delay_ns)
 {
 	uint64_t now = now_ns();
+
+	if (d->held_left && d->held.due_ns <= now)
+		release_held(d, delay_ns); /* nothing came to pass it */
 
 	while (d->head != d->tail) {
 		struct frame *f = &d->q[d->head % QUEUE_LEN];
@@ -139,7 +172,7 @@ static int64_t give(struct dir *d)
 		d->head++;
 		d->fwd++;
 	}
-	return -1;
+	return d->held_left ? (int64_t)(d->held.due_ns - now) : -1;
 }
 
 int main(int argc, char **argv)
@@ -149,8 +182,29 @@ int main(int argc, char **argv)
 	uint32_t loss_ppm;
 	int a, b;
 
+	if (argc > 2 && !strcmp(argv[1], "--reorder")) {
+		char *end;
+		double pct = strtod(argv[2], &end);
+
+		if (*end == ':') {
+			unsigned long n = strtoul(end + 1, &end, 10);
+
+			reorder_n = (unsigned)n;
+			if (n < 1 || n > 1000)
+				*end = 'x';
+		}
+		if (*end || end == argv[2] || !(pct >= 0 && pct <= 100)) {
+			fprintf(stderr, "xsock-impair: --reorder %s: PCT[:N], 0..100, N 1..1000\n",
+				argv[2]);
+			return 2;
+		}
+		reorder_ppm = (uint32_t)(pct * 10000.0);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc != 7) {
-		fprintf(stderr, "usage: xsock-impair NS_A TAP_A NS_B TAP_B DELAY_US LOSS_PPM\n");
+		fprintf(stderr, "usage: xsock-impair [--reorder PCT[:N]] NS_A TAP_A NS_B TAP_B "
+				"DELAY_US LOSS_PPM\n");
 		return 2;
 	}
 	a = open_tap(argv[1], argv[2]);
@@ -174,7 +228,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	while (!stop) {
 		struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
-		int64_t w0 = give(&d[0]), w1 = give(&d[1]), w = w0;
+		int64_t w0 = give(&d[0], delay_ns), w1 = give(&d[1], delay_ns), w = w0;
 		struct timespec ts;
 
 		if (w < 0 || (w1 >= 0 && w1 < w))
@@ -190,10 +244,10 @@ int main(int argc, char **argv)
 		if (p[1].revents & POLLIN)
 			take(&d[1], delay_ns, loss_ppm);
 	}
-	printf("xsock-impair: %s->%s %lu forwarded, %lu lost, %lu over-full; "
-	       "%s->%s %lu forwarded, %lu lost, %lu over-full\n",
-	       argv[2], argv[4], d[0].fwd, d[0].lost, d[0].full, argv[4], argv[2], d[1].fwd,
-	       d[1].lost, d[1].full);
+	printf("xsock-impair: %s->%s %lu forwarded, %lu lost, %lu over-full, %lu reordered; "
+	       "%s->%s %lu forwarded, %lu lost, %lu over-full, %lu reordered\n",
+	       argv[2], argv[4], d[0].fwd, d[0].lost, d[0].full, d[0].reordered, argv[4], argv[2],
+	       d[1].fwd, d[1].lost, d[1].full, d[1].reordered);
 	free(d[0].q);
 	free(d[1].q);
 	close(a);

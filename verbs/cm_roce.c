@@ -238,23 +238,15 @@ static void on_rep(struct cm_id *c, const struct xs_rcm_event *ev)
 static void on_event(void *ctx, const struct xs_rcm_event *ev)
 {
 	struct cm_id *c = ctx;
-	struct ibv_qp *qp = NULL;
 	struct cm_event *e;
 
 	if (ev->type == XS_RCM_EV_REP) {
 		on_rep(c, ev);
 		return;
 	}
-	if (ev->type == XS_RCM_EV_DREQ) {
-		/* the connection is over: its WRs flush before the application
-		 * hears of it (and may destroy the QP) */
-		pthread_mutex_lock(&c->lock);
-		if (!c->destroyed && (c->state == CM_CONNECTED || c->state == CM_ACCEPTING))
-			qp = c->id.qp;
-		pthread_mutex_unlock(&c->lock);
-		if (qp)
-			xs_qp_flush(qp);
-	}
+	/* A DREQ leaves the QP as it is, as the kernel's CM does: what the
+	 * peer ACKs may still come (its data socket is not ordered with the
+	 * CM's), and rdma_disconnect moves the QP to ERROR. */
 	pthread_mutex_lock(&c->lock);
 	if (c->destroyed) {
 		pthread_mutex_unlock(&c->lock);

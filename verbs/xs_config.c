@@ -87,6 +87,8 @@ static void xs_config_load(void)
 	xs_cfg.rnr_ms = (unsigned)XS_NUM(RNR_MS);
 	/* RFC 7306: agreed only when the peer (another xsock) answers it */
 	xs_cfg.rdmap_ext = XS_NUM(RDMAP_EXT);
+	/* xs_roce_resp.c: 0 to measure what placement ahead of a gap buys */
+	xs_cfg.roce_ooo = XS_NUM(ROCE_OOO);
 	xs_cfg.stat = XS_NUM(STAT);
 	/* XSOCK_ZC: auto, always, off or 0 (the same as XSOCK_ZC_MIN=0) */
 	xs_cfg.zc_min = zc >= 2 ? 0 : (unsigned)XS_NUM(ZC_MIN);

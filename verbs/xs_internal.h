@@ -110,6 +110,9 @@ struct xs_config {
 	/* XSOCK_ZC=always: zero-copy also to a peer on this host, where the
 	 * kernel copies anyway (to measure it; default: auto) */
 	bool zc_always;
+	/* XSOCK_ROCE_OOO: the RoCE responder places RDMA Write MIDDLE/LAST
+	 * packets that arrive ahead of a gap (default 1; xs_roce_resp.c) */
+	bool roce_ooo;
 	bool stat; /* XSOCK_STAT: live counters for xsock-stat(1) in /dev/shm (default 1; xs_stat.c) */
 	/* XSOCK_EVENT_SPIN_US: ibv_get_cq_event receives on the channel's
 	 * CQs this long before it sleeps (default 40, verbs_cq.c) */

@@ -13,19 +13,16 @@
  * only brings an MRA or the same answer again). */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
@@ -33,278 +30,10 @@
 #include "roce/roce.h"
 #include "util/xs_clock.h"
 #include "verbs/xs_internal.h"
-#include "verbs/xs_roce_cm.h"
+#include "verbs/xs_roce_cm_priv.h"
 
-#define XRCM_RESEND_MS 2000
-#define XRCM_RETRIES 15 /* rdma_cm's max CM retries */
-#define XRCM_DREQ_RETRIES 3
-#define XRCM_TIMEWAIT_MS 1000
-/* A REQ that finds no listener is sent again for this long before the
- * REJ is reported, as the iWARP transport dials a refused TCP connect
- * again (xs_connect.c: XS_REDIAL_MS): a client started just before its
- * server connects instead of failing */
-#define XRCM_REDIAL_MS 1500
-#define XRCM_REDIAL_GAP_MS 20
-#define XRCM_MRA_TIMEOUT 20 /* what our MRAs ask for: 4.096 us * 2^20 ~ 4 s */
-#define XRCM_FWD_LEN (1 + 16 + 16 + ROCE_MAD_LEN) /* family, local, peer, MAD */
-#define XRCM_PKT_MAX (ROCE_BTH_LEN + ROCE_DETH_LEN + ROCE_MAD_LEN + 3 + ROCE_ICRC_LEN)
-
-enum xrcm_state { S_REQ_SENT, S_REP_RCVD, S_REQ_RCVD, S_REP_SENT, S_EST, S_DREQ_SENT, S_TIMEWAIT,
-		  S_DONE };
-
-struct xs_rcm {
-	struct xs_rcm *next;
-	enum xrcm_state state;
-	bool owned; /* the owner has not put it yet */
-	bool active;
-	uint32_t local_id, remote_id;
-	uint32_t local_qpn, remote_qpn;
-	uint64_t tid;
-	struct sockaddr_storage local, peer;
-	uint8_t mad[ROCE_MAD_LEN]; /* the last MAD sent, for resending */
-	bool have_mad;
-	int retries;
-	uint64_t deadline; /* ms, 0: none */
-	uint64_t redial_end; /* active: a REJ "no listener" before this resends */
-	xs_rcm_cb cb;
-	void *ctx;
-};
-
-struct xs_rcm_listener {
-	struct xs_rcm_listener *next;
-	uint64_t sid;
-	struct sockaddr_storage local; /* the wildcard: any */
-	int fd; /* the abstract name that makes the service ours */
-	xs_rcm_cb cb;
-	void *ctx;
-};
-
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* a callback finished */
-	pid_t pid; /* the process that started the engine (fork: again) */
-	pthread_t thread;
-	int fd4, fd6, fdu, wake;
-	uint16_t tag;
-	uint16_t seq;
-	struct xs_rcm *conns;
-	struct xs_rcm_listener *listeners;
-	/* the callback running on the engine thread (put/unlisten wait) */
-	const void *in_cb;
-	struct roce_icrc_idcache ids; /* engine thread only */
-} rcm = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd4 = -1,
-	  .fd6 = -1, .fdu = -1, .wake = -1 };
-
-/* ---- addresses -------------------------------------------------------------- */
-
-static void addr_bytes(const struct sockaddr_storage *ss, uint8_t b[16])
-{
-	memset(b, 0, 16);
-	if (ss->ss_family == AF_INET)
-		memcpy(b, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-	else
-		memcpy(b, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-}
-
-static void addr_from(int family, const uint8_t b[16], struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	ss->ss_family = (sa_family_t)family;
-	if (family == AF_INET)
-		memcpy(&((struct sockaddr_in *)ss)->sin_addr, b, 4);
-	else
-		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, b, 16);
-}
-
-static bool addr_eq(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	uint8_t x[16], y[16];
-
-	if (a->ss_family != b->ss_family)
-		return false;
-	addr_bytes(a, x);
-	addr_bytes(b, y);
-	return !memcmp(x, y, 16);
-}
-
-static bool addr_any(const struct sockaddr_storage *a)
-{
-	static const uint8_t zero[16];
-	uint8_t x[16];
-
-	if (a->ss_family != AF_INET && a->ss_family != AF_INET6)
-		return true;
-	addr_bytes(a, x);
-	return !memcmp(x, zero, 16);
-}
-
-static const char *addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-	const void *p = ss->ss_family == AF_INET ?
-				(const void *)&((const struct sockaddr_in *)ss)->sin_addr :
-				(const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
-
-	if (!inet_ntop(ss->ss_family, p, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
-/* ---- sockets ---------------------------------------------------------------- */
-
-static int udp_open(int family)
-{
-	int one = 1, fd;
-	int pmtu = IP_PMTUDISC_DO;
-	struct sockaddr_storage ss;
-
-	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	memset(&ss, 0, sizeof(ss));
-	ss.ss_family = (sa_family_t)family;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (family == AF_INET) {
-		((struct sockaddr_in *)&ss)->sin_port = htons(ROCE_UDP_PORT);
-		setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
-		/* DF and Identification 0: what the ICRC we send assumes */
-		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-	} else {
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(ROCE_UDP_PORT);
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one));
-	}
-	if (bind(fd, (struct sockaddr *)&ss,
-		 family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-/* The abstract names: a listener's service (sid) or a process's tag. */
-enum xrcm_name { XRCM_SID, XRCM_TAG };
-
-static socklen_t unix_name(struct sockaddr_un *un, enum xrcm_name kind, uint64_t v)
-{
-	int n;
-
-	memset(un, 0, sizeof(*un));
-	un->sun_family = AF_UNIX;
-	if (kind == XRCM_SID)
-		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-sid-%016llx",
-			     (unsigned long long)v);
-	else
-		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-%04x",
-			     (unsigned)v);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
-
-/* An abstract datagram socket bound to the name: -EADDRINUSE if taken. */
-static int unix_bind(enum xrcm_name kind, uint64_t v)
-{
-	struct sockaddr_un un;
-	socklen_t len = unix_name(&un, kind, v);
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&un, len) < 0) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-/* Pass a MAD on to the owner named; false if nobody has the name. */
-static bool forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
-		    const struct sockaddr_storage *peer, const uint8_t *mad)
-{
-	uint8_t b[XRCM_FWD_LEN];
-	struct sockaddr_un un;
-	socklen_t len = unix_name(&un, kind, v);
-
-	b[0] = local->ss_family == AF_INET ? 4 : 6;
-	addr_bytes(local, b + 1);
-	addr_bytes(peer, b + 17);
-	memcpy(b + 33, mad, ROCE_MAD_LEN);
-	return sendto(rcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
-	       (ssize_t)sizeof(b);
-}
-
-/* One MAD to peer's QP 1 from local (mu held or engine thread). */
-static void send_mad(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
-		     const uint8_t *mad)
-{
-	uint8_t pkt[XRCM_PKT_MAX];
-	struct roce_pkt p;
-	struct roce_ip ip;
-	struct sockaddr_storage to = *peer;
-	union {
-		char b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov;
-	struct msghdr msg;
-	struct cmsghdr *cm;
-	bool v6 = peer->ss_family == AF_INET6;
-	size_t n;
-
-	memset(&p, 0, sizeof(p));
-	p.bth.opcode = ROCE_UD_SEND_ONLY;
-	p.bth.pkey = 0xffff;
-	p.bth.dqpn = ROCE_GSI_QPN;
-	p.deth.qkey = ROCE_GSI_QKEY;
-	p.deth.src_qp = ROCE_GSI_QPN;
-	memset(&ip, 0, sizeof(ip));
-	ip.v6 = v6;
-	addr_bytes(local, ip.src);
-	addr_bytes(peer, ip.dst);
-	ip.sport = ROCE_UDP_PORT;
-	ip.dport = ROCE_UDP_PORT;
-	n = roce_pkt_build(&p, mad, ROCE_MAD_LEN, &ip, pkt);
-	if (!n)
-		return;
-	memset(&cbuf, 0, sizeof(cbuf));
-	memset(&msg, 0, sizeof(msg));
-	iov.iov_base = pkt;
-	iov.iov_len = n;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_name = &to;
-	msg.msg_control = cbuf.b;
-	if (v6) {
-		struct in6_pktinfo pi = { 0 };
-
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(ROCE_UDP_PORT);
-		msg.msg_namelen = sizeof(struct sockaddr_in6);
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = IPPROTO_IPV6;
-		cm->cmsg_type = IPV6_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		pi.ipi6_addr = ((const struct sockaddr_in6 *)local)->sin6_addr;
-		pi.ipi6_ifindex = ((const struct sockaddr_in6 *)local)->sin6_scope_id;
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-	} else {
-		struct in_pktinfo pi = { 0 };
-
-		((struct sockaddr_in *)&to)->sin_port = htons(ROCE_UDP_PORT);
-		msg.msg_namelen = sizeof(struct sockaddr_in);
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		pi.ipi_spec_dst = ((const struct sockaddr_in *)local)->sin_addr;
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-	}
-	if (sendmsg(v6 ? rcm.fd6 : rcm.fd4, &msg, MSG_DONTWAIT) < 0)
-		xs_log("roce cm: send to QP 1 failed: %s", strerror(errno));
-}
+struct xrcm_engine xrcm = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+			    .fd4 = -1, .fd6 = -1, .fdu = -1, .wake = -1 };
 
 /* Encode m as r's last MAD and send it; resent until answered when
  * retries > 0 (mu held). */
@@ -314,17 +43,17 @@ static void conn_send(struct xs_rcm *r, const struct roce_cm_msg *m, int retries
 	r->have_mad = true;
 	r->retries = retries;
 	r->deadline = retries ? xs_now_ms() + XRCM_RESEND_MS : 0;
-	send_mad(&r->local, &r->peer, r->mad);
-	if (rcm.wake >= 0 && retries)
-		(void)!eventfd_write(rcm.wake, 1);
+	xrcm_send_mad(&r->local, &r->peer, r->mad);
+	if (xrcm.wake >= 0 && retries)
+		(void)!eventfd_write(xrcm.wake, 1);
 }
 
 static void timewait(struct xs_rcm *r, uint64_t ms)
 {
 	r->state = S_TIMEWAIT;
 	r->deadline = xs_now_ms() + ms;
-	if (rcm.wake >= 0)
-		(void)!eventfd_write(rcm.wake, 1);
+	if (xrcm.wake >= 0)
+		(void)!eventfd_write(xrcm.wake, 1);
 }
 
 /* A REJ from nobody's connection (an unknown service, an old REP). */
@@ -340,7 +69,7 @@ static void send_rej_raw(const struct sockaddr_storage *local, const struct sock
 	m.u.rej.message_rejected = msg_rejected;
 	m.u.rej.reason = reason;
 	roce_cm_encode(&m, mad);
-	send_mad(local, peer, mad);
+	xrcm_send_mad(local, peer, mad);
 }
 
 /* ---- engine start (first use, again in a fork child) ----------------------- */
@@ -349,39 +78,39 @@ static void *loop_main(void *arg);
 
 static uint32_t new_local_id(void)
 {
-	if (++rcm.seq == 0)
-		rcm.seq = 1;
-	return (uint32_t)rcm.tag << 16 | rcm.seq;
+	if (++xrcm.seq == 0)
+		xrcm.seq = 1;
+	return (uint32_t)xrcm.tag << 16 | xrcm.seq;
 }
 
 static void reset_after_fork(void)
 {
 	/* the parent's connections and thread are not ours: forget them
 	 * (their memory is the child's copy, freed here) */
-	while (rcm.conns) {
-		struct xs_rcm *r = rcm.conns;
+	while (xrcm.conns) {
+		struct xs_rcm *r = xrcm.conns;
 
-		rcm.conns = r->next;
+		xrcm.conns = r->next;
 		free(r);
 	}
-	while (rcm.listeners) {
-		struct xs_rcm_listener *l = rcm.listeners;
+	while (xrcm.listeners) {
+		struct xs_rcm_listener *l = xrcm.listeners;
 
-		rcm.listeners = l->next;
+		xrcm.listeners = l->next;
 		close(l->fd);
 		free(l);
 	}
-	if (rcm.fd4 >= 0)
-		close(rcm.fd4);
-	if (rcm.fd6 >= 0)
-		close(rcm.fd6);
-	if (rcm.fdu >= 0)
-		close(rcm.fdu);
-	if (rcm.wake >= 0)
-		close(rcm.wake);
-	rcm.fd4 = rcm.fd6 = rcm.fdu = rcm.wake = -1;
-	rcm.pid = 0;
-	rcm.in_cb = NULL;
+	if (xrcm.fd4 >= 0)
+		close(xrcm.fd4);
+	if (xrcm.fd6 >= 0)
+		close(xrcm.fd6);
+	if (xrcm.fdu >= 0)
+		close(xrcm.fdu);
+	if (xrcm.wake >= 0)
+		close(xrcm.wake);
+	xrcm.fd4 = xrcm.fd6 = xrcm.fdu = xrcm.wake = -1;
+	xrcm.pid = 0;
+	xrcm.in_cb = NULL;
 }
 
 /* mu held. */
@@ -390,47 +119,47 @@ static int start(void)
 	pthread_attr_t at;
 	int rc, i;
 
-	if (rcm.pid == getpid())
+	if (xrcm.pid == getpid())
 		return 0;
-	if (rcm.pid)
+	if (xrcm.pid)
 		reset_after_fork();
-	rcm.fd4 = udp_open(AF_INET);
-	if (rcm.fd4 < 0) {
-		rc = rcm.fd4;
+	xrcm.fd4 = xrcm_udp_open(AF_INET);
+	if (xrcm.fd4 < 0) {
+		rc = xrcm.fd4;
 		xs_log("roce cm: cannot bind UDP port %u: %s", ROCE_UDP_PORT, strerror(-rc));
-		rcm.fd4 = -1;
+		xrcm.fd4 = -1;
 		return rc;
 	}
-	rcm.fd6 = udp_open(AF_INET6); /* no IPv6: IPv4 only */
-	if (rcm.fd6 < 0)
-		rcm.fd6 = -1;
+	xrcm.fd6 = xrcm_udp_open(AF_INET6); /* no IPv6: IPv4 only */
+	if (xrcm.fd6 < 0)
+		xrcm.fd6 = -1;
 	for (i = 0; i < 64; i++) {
 		uint16_t tag = 0;
 
 		if (RAND_bytes((unsigned char *)&tag, sizeof(tag)) != 1 || !tag)
 			continue;
-		rcm.fdu = unix_bind(XRCM_TAG, tag);
-		if (rcm.fdu >= 0) {
-			rcm.tag = tag;
+		xrcm.fdu = xrcm_unix_bind(XRCM_TAG, tag);
+		if (xrcm.fdu >= 0) {
+			xrcm.tag = tag;
 			break;
 		}
 	}
-	rcm.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (rcm.fdu < 0 || rcm.wake < 0) {
-		rc = rcm.fdu < 0 ? rcm.fdu : -errno;
+	xrcm.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (xrcm.fdu < 0 || xrcm.wake < 0) {
+		rc = xrcm.fdu < 0 ? xrcm.fdu : -errno;
 		reset_after_fork();
 		return rc < 0 ? rc : -EMFILE;
 	}
-	rcm.seq = (uint16_t)getpid();
+	xrcm.seq = (uint16_t)getpid();
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&rcm.thread, &at, loop_main, NULL);
+	rc = pthread_create(&xrcm.thread, &at, loop_main, NULL);
 	pthread_attr_destroy(&at);
 	if (rc) {
 		reset_after_fork();
 		return -rc;
 	}
-	rcm.pid = getpid();
+	xrcm.pid = getpid();
 	return 0;
 }
 
@@ -448,7 +177,7 @@ static struct xs_rcm *find_local(uint32_t local_id)
 {
 	struct xs_rcm *r;
 
-	for (r = rcm.conns; r; r = r->next)
+	for (r = xrcm.conns; r; r = r->next)
 		if (r->local_id == local_id && r->state != S_DONE)
 			return r;
 	return NULL;
@@ -458,8 +187,8 @@ static struct xs_rcm_listener *find_listener(uint64_t sid, const struct sockaddr
 {
 	struct xs_rcm_listener *l;
 
-	for (l = rcm.listeners; l; l = l->next)
-		if (l->sid == sid && (addr_any(&l->local) || addr_eq(&l->local, local)))
+	for (l = xrcm.listeners; l; l = l->next)
+		if (l->sid == sid && (xrcm_addr_any(&l->local) || xrcm_addr_eq(&l->local, local)))
 			return l;
 	return NULL;
 }
@@ -474,17 +203,17 @@ static void on_req(const uint8_t *mad, const struct roce_cm_msg *m,
 	char a[64];
 
 	if (!l) {
-		if (!forwarded && forward(XRCM_SID, q->service_id, local, peer, mad))
+		if (!forwarded && xrcm_forward(XRCM_SID, q->service_id, local, peer, mad))
 			return;
 		xs_log("roce cm: REQ from %s for service 0x%016llx: nobody listens (REJ invalid "
 		       "service ID)",
-		       addr_str(peer, a, sizeof(a)), (unsigned long long)q->service_id);
+		       xrcm_addr_str(peer, a, sizeof(a)), (unsigned long long)q->service_id);
 		send_rej_raw(local, peer, m->hdr.tid, q->local_comm_id, ROCE_CM_MSG_REQ,
 			     ROCE_CM_REJ_INVALID_SERVICE_ID);
 		return;
 	}
-	for (r = rcm.conns; r; r = r->next) {
-		if (r->active || !addr_eq(&r->peer, peer))
+	for (r = xrcm.conns; r; r = r->next) {
+		if (r->active || !xrcm_addr_eq(&r->peer, peer))
 			continue;
 		if (r->remote_id == q->local_comm_id && r->state != S_DONE) {
 			/* a duplicate: our answer again, or an MRA while the
@@ -499,15 +228,15 @@ static void on_req(const uint8_t *mad, const struct roce_cm_msg *m,
 				a2.u.mra.message_mraed = ROCE_CM_MSG_REQ;
 				a2.u.mra.service_timeout = XRCM_MRA_TIMEOUT;
 				roce_cm_encode(&a2, mra);
-				send_mad(&r->local, &r->peer, mra);
+				xrcm_send_mad(&r->local, &r->peer, mra);
 			} else if (r->have_mad && r->state == S_REP_SENT) {
-				send_mad(&r->local, &r->peer, r->mad);
+				xrcm_send_mad(&r->local, &r->peer, r->mad);
 			}
 			return;
 		}
 		if (r->state == S_TIMEWAIT && r->remote_qpn == q->local_qpn) {
 			xs_log("roce cm: REQ from %s QP %u still in time-wait: REJ stale connection",
-			       addr_str(peer, a, sizeof(a)), q->local_qpn);
+			       xrcm_addr_str(peer, a, sizeof(a)), q->local_qpn);
 			send_rej_raw(local, peer, m->hdr.tid, q->local_comm_id, ROCE_CM_MSG_REQ,
 				     ROCE_CM_REJ_STALE_CONN);
 			return;
@@ -527,8 +256,8 @@ static void on_req(const uint8_t *mad, const struct roce_cm_msg *m,
 	r->tid = m->hdr.tid;
 	r->local = *local;
 	r->peer = *peer;
-	r->next = rcm.conns;
-	rcm.conns = r;
+	r->next = xrcm.conns;
+	xrcm.conns = r;
 	out->ev.type = XS_RCM_EV_REQ;
 	out->ev.rcm = r;
 	out->ev.req = q;
@@ -561,7 +290,7 @@ static void send_drep_raw(const struct roce_cm_msg *m, const struct sockaddr_sto
 	a.u.drep.local_comm_id = m->u.dreq.remote_comm_id;
 	a.u.drep.remote_comm_id = m->u.dreq.local_comm_id;
 	roce_cm_encode(&a, mad);
-	send_mad(local, peer, mad);
+	xrcm_send_mad(local, peer, mad);
 }
 
 /* A decoded MAD (mu held); forwarded: it came from another process. */
@@ -583,14 +312,14 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 	r = find_local(to_id);
 	if (!r && attr == ROCE_CM_ATTR_REJ && !to_id) {
 		/* a REJ of the peer's own REQ (it timed out our REP) */
-		for (r = rcm.conns; r; r = r->next)
+		for (r = xrcm.conns; r; r = r->next)
 			if (!r->active && r->remote_id == m->u.rej.local_comm_id &&
-			    addr_eq(&r->peer, peer) && r->state != S_DONE)
+			    xrcm_addr_eq(&r->peer, peer) && r->state != S_DONE)
 				break;
 	}
 	if (!r) {
-		if (!forwarded && to_id && (to_id >> 16) != rcm.tag &&
-		    forward(XRCM_TAG, to_id >> 16, local, peer, mad))
+		if (!forwarded && to_id && (to_id >> 16) != xrcm.tag &&
+		    xrcm_forward(XRCM_TAG, to_id >> 16, local, peer, mad))
 			return;
 		if (attr == ROCE_CM_ATTR_DREQ)
 			send_drep_raw(m, local, peer);
@@ -614,7 +343,7 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 			out->ev.pdata = m->u.rep.pdata;
 			out->ev.pdata_len = sizeof(m->u.rep.pdata);
 		} else if (r->state == S_EST && r->active && r->have_mad) {
-			send_mad(&r->local, &r->peer, r->mad); /* our RTU was lost */
+			xrcm_send_mad(&r->local, &r->peer, r->mad); /* our RTU was lost */
 		}
 		break;
 	case ROCE_CM_ATTR_MRA:
@@ -637,7 +366,7 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 			r->retries = XRCM_RETRIES;
 			break;
 		}
-		xs_log("roce cm: REJ from %s: %s (%u)", addr_str(peer, s, sizeof(s)),
+		xs_log("roce cm: REJ from %s: %s (%u)", xrcm_addr_str(peer, s, sizeof(s)),
 		       roce_cm_rej_str(m->u.rej.reason), m->u.rej.reason);
 		timewait(r, XRCM_TIMEWAIT_MS);
 		deliver_conn(r, XS_RCM_EV_REJ, out);
@@ -667,7 +396,7 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 				deliver_conn(r, XS_RCM_EV_DREQ, out);
 		} else if (r->state == S_TIMEWAIT) {
 			roce_cm_encode(&a, r->mad);
-			send_mad(&r->local, &r->peer, r->mad); /* our DREP was lost */
+			xrcm_send_mad(&r->local, &r->peer, r->mad); /* our DREP was lost */
 		}
 		break;
 	case ROCE_CM_ATTR_DREP:
@@ -683,17 +412,17 @@ static void run_pending(struct pending *p)
 {
 	if (!p->cb)
 		return;
-	pthread_mutex_lock(&rcm.mu);
-	rcm.in_cb = p->who;
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
+	xrcm.in_cb = p->who;
+	pthread_mutex_unlock(&xrcm.mu);
 	p->cb(p->ctx, &p->ev);
-	pthread_mutex_lock(&rcm.mu);
-	rcm.in_cb = NULL;
-	pthread_cond_broadcast(&rcm.cv);
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
+	xrcm.in_cb = NULL;
+	pthread_cond_broadcast(&xrcm.cv);
+	pthread_mutex_unlock(&xrcm.mu);
 }
 
-static void handle_mad(const uint8_t *mad, const struct sockaddr_storage *local,
+void xrcm_handle_mad(const uint8_t *mad, const struct sockaddr_storage *local,
 		       const struct sockaddr_storage *peer, bool forwarded)
 {
 	struct roce_cm_msg *m = malloc(sizeof(*m)); /* ~1 KiB: not on a small stack */
@@ -709,106 +438,13 @@ static void handle_mad(const uint8_t *mad, const struct sockaddr_storage *local,
 		return;
 	}
 	memset(&p, 0, sizeof(p));
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	dispatch(mad, m, local, peer, forwarded, &p);
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 	p.ev.local = local;
 	p.ev.peer = peer;
 	run_pending(&p);
 	free(m);
-}
-
-static void rx_udp(int fd)
-{
-	uint8_t buf[2048];
-	struct sockaddr_storage from, local;
-	union {
-		char b[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 64];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr msg;
-	struct cmsghdr *cm;
-	struct roce_pkt p;
-	struct roce_ip ip;
-	enum roce_perr pe;
-	ssize_t n;
-	int k;
-
-	for (k = 0; k < 32; k++) {
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_name = &from;
-		msg.msg_namelen = sizeof(from);
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cbuf.b;
-		msg.msg_controllen = sizeof(cbuf.b);
-		n = recvmsg(fd, &msg, MSG_DONTWAIT);
-		if (n < 0)
-			return;
-		memset(&local, 0, sizeof(local));
-		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
-				struct in_pktinfo pi;
-
-				memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
-				local.ss_family = AF_INET;
-				((struct sockaddr_in *)&local)->sin_addr = pi.ipi_addr;
-			} else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
-				struct in6_pktinfo pi;
-
-				memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
-				local.ss_family = AF_INET6;
-				((struct sockaddr_in6 *)&local)->sin6_addr = pi.ipi6_addr;
-				((struct sockaddr_in6 *)&local)->sin6_scope_id = pi.ipi6_ifindex;
-			}
-		}
-		if (local.ss_family != from.ss_family)
-			continue;
-		memset(&ip, 0, sizeof(ip));
-		ip.v6 = from.ss_family == AF_INET6;
-		addr_bytes(&from, ip.src);
-		addr_bytes(&local, ip.dst);
-		ip.sport = ntohs(ip.v6 ? ((struct sockaddr_in6 *)&from)->sin6_port :
-					 ((struct sockaddr_in *)&from)->sin_port);
-		ip.dport = ROCE_UDP_PORT;
-		pe = roce_pkt_parse(buf, (size_t)n, ip.v6 ? &ip : NULL, 0xffff, &p);
-		if (pe == ROCE_OK && !ip.v6 &&
-		    !roce_icrc_find_id(&rcm.ids, &ip, buf, (size_t)n - ROCE_ICRC_LEN,
-				       roce_icrc_get(buf + n - ROCE_ICRC_LEN)))
-			pe = ROCE_E_ICRC;
-		if (pe != ROCE_OK) {
-			xs_log("roce cm: packet on port %u dropped: %s", ROCE_UDP_PORT,
-			       roce_perr_str(pe));
-			continue;
-		}
-		if (p.bth.opcode != ROCE_UD_SEND_ONLY || p.bth.dqpn != ROCE_GSI_QPN ||
-		    p.deth.qkey != ROCE_GSI_QKEY || p.paylen != ROCE_MAD_LEN) {
-			/* an RC packet before its QP's socket exists, or not
-			 * for QP 1: the peer resends it */
-			continue;
-		}
-		handle_mad(p.payload, &local, &from, false);
-	}
-}
-
-static void rx_fwd(int fd)
-{
-	uint8_t b[XRCM_FWD_LEN + 1];
-	struct sockaddr_storage local, peer;
-	ssize_t n;
-	int k;
-
-	for (k = 0; k < 32; k++) {
-		n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
-		if (n < 0)
-			return;
-		if (n != XRCM_FWD_LEN || (b[0] != 4 && b[0] != 6))
-			continue;
-		addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 1, &local);
-		addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 17, &peer);
-		handle_mad(b + 33, &local, &peer, true);
-	}
 }
 
 /* ---- timers ------------------------------------------------------------------- */
@@ -818,7 +454,7 @@ static void rx_fwd(int fd)
 static uint64_t timers(struct pending *out)
 {
 	uint64_t now = xs_now_ms(), next = 0;
-	struct xs_rcm **pp = &rcm.conns, *r;
+	struct xs_rcm **pp = &xrcm.conns, *r;
 
 	while ((r = *pp)) {
 		if (r->deadline && r->deadline <= now && !out->cb) {
@@ -829,7 +465,7 @@ static uint64_t timers(struct pending *out)
 			} else if (r->retries > 0) {
 				r->retries--;
 				r->deadline = now + XRCM_RESEND_MS;
-				send_mad(&r->local, &r->peer, r->mad);
+				xrcm_send_mad(&r->local, &r->peer, r->mad);
 			} else if (r->state == S_DREQ_SENT) {
 				timewait(r, XRCM_TIMEWAIT_MS);
 			} else {
@@ -837,7 +473,7 @@ static uint64_t timers(struct pending *out)
 
 				xs_log("roce cm: %s to %s unanswered after %d tries: REJ timeout",
 				       r->state == S_REQ_SENT ? "REQ" : "REP",
-				       addr_str(&r->peer, a, sizeof(a)), XRCM_RETRIES + 1);
+				       xrcm_addr_str(&r->peer, a, sizeof(a)), XRCM_RETRIES + 1);
 				send_rej_raw(&r->local, &r->peer, r->tid, r->remote_id,
 					     r->state == S_REQ_SENT ? ROCE_CM_MSG_OTHER :
 								      ROCE_CM_MSG_REP,
@@ -846,7 +482,7 @@ static uint64_t timers(struct pending *out)
 				deliver_conn(r, XS_RCM_EV_TIMEOUT, out);
 			}
 		}
-		if (r->state == S_DONE && !r->owned && rcm.in_cb != r && out->who != r) {
+		if (r->state == S_DONE && !r->owned && xrcm.in_cb != r && out->who != r) {
 			*pp = r->next;
 			free(r);
 			continue;
@@ -869,19 +505,19 @@ static void *loop_main(void *arg)
 		int n = 0, i, tmo;
 
 		memset(&p, 0, sizeof(p));
-		pthread_mutex_lock(&rcm.mu);
-		if (rcm.pid != getpid()) {
-			pthread_mutex_unlock(&rcm.mu);
+		pthread_mutex_lock(&xrcm.mu);
+		if (xrcm.pid != getpid()) {
+			pthread_mutex_unlock(&xrcm.mu);
 			return NULL;
 		}
 		next = timers(&p);
-		pf[n++] = (struct pollfd){ .fd = rcm.wake, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = rcm.fd4, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = rcm.fd6, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = rcm.fdu, .events = POLLIN };
-		for (l = rcm.listeners; l && n < 64; l = l->next)
+		pf[n++] = (struct pollfd){ .fd = xrcm.wake, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = xrcm.fd4, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = xrcm.fd6, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = xrcm.fdu, .events = POLLIN };
+		for (l = xrcm.listeners; l && n < 64; l = l->next)
 			pf[n++] = (struct pollfd){ .fd = l->fd, .events = POLLIN };
-		pthread_mutex_unlock(&rcm.mu);
+		pthread_mutex_unlock(&xrcm.mu);
 		if (p.cb) {
 			run_pending(&p);
 			continue; /* more may be due */
@@ -897,15 +533,15 @@ static void *loop_main(void *arg)
 		if (pf[0].revents) {
 			eventfd_t v;
 
-			(void)!eventfd_read(rcm.wake, &v);
+			(void)!eventfd_read(xrcm.wake, &v);
 		}
 		if (pf[1].revents)
-			rx_udp(pf[1].fd);
+			xrcm_rx_udp(pf[1].fd);
 		if (pf[2].fd >= 0 && pf[2].revents)
-			rx_udp(pf[2].fd);
+			xrcm_rx_udp(pf[2].fd);
 		for (i = 3; i < n; i++)
 			if (pf[i].revents & POLLIN)
-				rx_fwd(pf[i].fd);
+				xrcm_rx_fwd(pf[i].fd);
 	}
 	return NULL;
 }
@@ -915,8 +551,8 @@ static void *loop_main(void *arg)
 /* Wait until no callback for who runs (not from the callback itself). */
 static void wait_cb(const void *who)
 {
-	while (rcm.in_cb == who && !pthread_equal(pthread_self(), rcm.thread))
-		pthread_cond_wait(&rcm.cv, &rcm.mu);
+	while (xrcm.in_cb == who && !pthread_equal(pthread_self(), xrcm.thread))
+		pthread_cond_wait(&xrcm.cv, &xrcm.mu);
 }
 
 int xs_rcm_listen(const struct sockaddr *local, uint64_t service_id, xs_rcm_cb cb, void *ctx,
@@ -927,14 +563,14 @@ int xs_rcm_listen(const struct sockaddr *local, uint64_t service_id, xs_rcm_cb c
 
 	if (!l)
 		return -ENOMEM;
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	rc = start();
 	if (!rc) {
-		l->fd = unix_bind(XRCM_SID, service_id);
+		l->fd = xrcm_unix_bind(XRCM_SID, service_id);
 		rc = l->fd < 0 ? l->fd : 0;
 	}
 	if (rc) {
-		pthread_mutex_unlock(&rcm.mu);
+		pthread_mutex_unlock(&xrcm.mu);
 		free(l);
 		return rc;
 	}
@@ -945,10 +581,10 @@ int xs_rcm_listen(const struct sockaddr *local, uint64_t service_id, xs_rcm_cb c
 		memcpy(&l->local, local, sizeof(struct sockaddr_in6));
 	l->cb = cb;
 	l->ctx = ctx;
-	l->next = rcm.listeners;
-	rcm.listeners = l;
-	(void)!eventfd_write(rcm.wake, 1); /* poll its socket */
-	pthread_mutex_unlock(&rcm.mu);
+	l->next = xrcm.listeners;
+	xrcm.listeners = l;
+	(void)!eventfd_write(xrcm.wake, 1); /* poll its socket */
+	pthread_mutex_unlock(&xrcm.mu);
 	*out = l;
 	return 0;
 }
@@ -957,18 +593,18 @@ void xs_rcm_unlisten(struct xs_rcm_listener *l)
 {
 	struct xs_rcm_listener **pp;
 
-	pthread_mutex_lock(&rcm.mu);
-	for (pp = &rcm.listeners; *pp; pp = &(*pp)->next) {
+	pthread_mutex_lock(&xrcm.mu);
+	for (pp = &xrcm.listeners; *pp; pp = &(*pp)->next) {
 		if (*pp == l) {
 			*pp = l->next;
 			break;
 		}
 	}
 	wait_cb(l);
-	(void)!eventfd_write(rcm.wake, 1);
-	pthread_mutex_unlock(&rcm.mu);
-	/* the engine may still poll the fd once: it reads nothing from it
-	 * after this (not listed), and a closed fd in poll is POLLNVAL */
+	(void)!eventfd_write(xrcm.wake, 1);
+	pthread_mutex_unlock(&xrcm.mu);
+	/* the engine may still poll the number once; it reads only from
+	 * listed fds (fwd_fd_live), and this one is not listed any more */
 	close(l->fd);
 	free(l);
 }
@@ -986,10 +622,10 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 		free(m);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	rc = start();
 	if (rc) {
-		pthread_mutex_unlock(&rcm.mu);
+		pthread_mutex_unlock(&xrcm.mu);
 		free(r);
 		free(m);
 		return rc;
@@ -1009,7 +645,7 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 	q = &m->u.req;
 	q->local_comm_id = r->local_id;
 	q->service_id = a->service_id;
-	q->local_ca_guid = 0x0200000000000000ull | ((uint64_t)rcm.tag << 16); /* locally administered */
+	q->local_ca_guid = 0x0200000000000000ull | ((uint64_t)xrcm.tag << 16); /* locally administered */
 	q->local_qpn = a->qpn;
 	q->responder_resources = a->responder_resources;
 	q->initiator_depth = a->initiator_depth;
@@ -1031,7 +667,7 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 		int i;
 
 		for (i = 0; i < 2; i++) {
-			addr_bytes(&ss[i], b);
+			xrcm_addr_bytes(&ss[i], b);
 			if (ss[i].ss_family == AF_INET) {
 				memset(gid[i], 0, 10);
 				gid[i][10] = gid[i][11] = 0xff;
@@ -1045,11 +681,11 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 	q->primary.hop_limit = 64;
 	q->primary.local_ack_timeout = a->ack_timeout;
 	memcpy(q->pdata, a->pdata, sizeof(q->pdata));
-	r->next = rcm.conns;
-	rcm.conns = r;
+	r->next = xrcm.conns;
+	xrcm.conns = r;
 	r->redial_end = xs_now_ms() + XRCM_REDIAL_MS;
 	conn_send(r, m, XRCM_RETRIES);
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 	free(m);
 	*out = r;
 	return 0;
@@ -1057,10 +693,10 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 
 void xs_rcm_set_cb(struct xs_rcm *r, xs_rcm_cb cb, void *ctx)
 {
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	r->cb = cb;
 	r->ctx = ctx;
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 }
 
 int xs_rcm_accept(struct xs_rcm *r, const struct xs_rcm_rep_args *a)
@@ -1075,7 +711,7 @@ int xs_rcm_accept(struct xs_rcm *r, const struct xs_rcm_rep_args *a)
 		free(m);
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	if (r->state != S_REQ_RCVD) {
 		rc = r->state == S_TIMEWAIT ? -ECONNRESET : -EINVAL;
 	} else {
@@ -1091,13 +727,13 @@ int xs_rcm_accept(struct xs_rcm *r, const struct xs_rcm_rep_args *a)
 		p->target_ack_delay = 15; /* as rxe's device (its ack delay) */
 		p->end_to_end_flow_control = true;
 		p->rnr_retry_count = a->rnr_retry_count;
-		p->local_ca_guid = 0x0200000000000000ull | ((uint64_t)rcm.tag << 16);
+		p->local_ca_guid = 0x0200000000000000ull | ((uint64_t)xrcm.tag << 16);
 		if (a->pdata_len)
 			memcpy(p->pdata, a->pdata, a->pdata_len);
 		r->state = S_REP_SENT;
 		conn_send(r, m, XRCM_RETRIES);
 	}
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 	free(m);
 	return rc;
 }
@@ -1109,7 +745,7 @@ int xs_rcm_rtu(struct xs_rcm *r)
 
 	if (!m)
 		return -ENOMEM;
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	if (r->state != S_REP_RCVD) {
 		rc = r->state == S_TIMEWAIT ? -ECONNRESET : -EINVAL;
 	} else {
@@ -1119,7 +755,7 @@ int xs_rcm_rtu(struct xs_rcm *r)
 		r->state = S_EST;
 		conn_send(r, m, 0);
 	}
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 	free(m);
 	return rc;
 }
@@ -1149,12 +785,12 @@ int xs_rcm_reject(struct xs_rcm *r, uint16_t reason, const void *pdata, size_t l
 
 	if (len > ROCE_CM_REJ_PDATA)
 		return -EINVAL;
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	if (r->state == S_REQ_RCVD || r->state == S_REP_RCVD)
 		reject_locked(r, reason, pdata, len);
 	else
 		rc = -EINVAL;
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 	return rc;
 }
 
@@ -1175,20 +811,20 @@ int xs_rcm_disconnect(struct xs_rcm *r)
 {
 	int rc = 0;
 
-	pthread_mutex_lock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
 	if (r->state == S_EST || r->state == S_REP_SENT)
 		disconnect_locked(r);
 	else if (r->state != S_DREQ_SENT && r->state != S_TIMEWAIT && r->state != S_DONE)
 		rc = -EINVAL;
-	pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_unlock(&xrcm.mu);
 	return rc;
 }
 
 void xs_rcm_put(struct xs_rcm *r)
 {
-	pthread_mutex_lock(&rcm.mu);
-	if (rcm.pid != getpid()) { /* a fork child: the parent's connection */
-		pthread_mutex_unlock(&rcm.mu);
+	pthread_mutex_lock(&xrcm.mu);
+	if (xrcm.pid != getpid()) { /* a fork child: the parent's connection */
+		pthread_mutex_unlock(&xrcm.mu);
 		return;
 	}
 	if (r->state == S_EST || r->state == S_REP_SENT)
@@ -1200,6 +836,6 @@ void xs_rcm_put(struct xs_rcm *r)
 	r->owned = false;
 	r->cb = NULL;
 	wait_cb(r);
-	(void)!eventfd_write(rcm.wake, 1); /* the engine frees it when done */
-	pthread_mutex_unlock(&rcm.mu);
+	(void)!eventfd_write(xrcm.wake, 1); /* the engine frees it when done */
+	pthread_mutex_unlock(&xrcm.mu);
 }

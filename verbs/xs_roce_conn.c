@@ -116,6 +116,9 @@ static void conn_free(struct xs_roce_conn *x)
 		xs_fd_close(x->rx_fd);
 	if (x->tx_fd >= 0)
 		xs_fd_close(x->tx_fd);
+	if (x->ooo_placed)
+		xs_log("roce: QP %u: %llu Write packets placed ahead of a gap", x->path.qpn,
+		       (unsigned long long)x->ooo_placed);
 	xr_req_destroy(x);
 	free(x->rx_bufs);
 	free(x->rsp_mem);

@@ -130,6 +130,13 @@ struct xs_roce_conn {
 	uint32_t cur_rkey, cur_left;
 	uint32_t msn_recv, msn_rr, msn_aresp; /* DDP MSNs of the QP's queues */
 	uint32_t cur_req_psn; /* the request the QP is executing (upcall) */
+	/* out-of-order placement (XSOCK_ROCE_OOO): the Write in progress as
+	 * its FIRST gave it, and the PSNs of it placed ahead of epsn (bit
+	 * PSN % XR_WINDOW; only PSNs in (epsn, epsn + XR_WINDOW) are set) */
+	uint32_t ooo_psn, ooo_rkey, ooo_len;
+	uint64_t ooo_va;
+	uint64_t ooo_ahead[XR_WINDOW / 64];
+	uint64_t ooo_placed; /* packets placed ahead (logged at destroy) */
 	struct xr_atomic_done adone[XR_ATOMIC_REPLAY];
 	bool failed_up; /* failed was called (no upcall follows) */
 

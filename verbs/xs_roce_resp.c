@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The responder of a RoCE RC connection (rx_mu held throughout): the PSN
  * check (one NAK-sequence per gap, then silence until the gap fills, as
- * rxe), duplicates (Sends and Writes re-ACKed, a Read carried out again,
+ * rxe; but the MIDDLE/LAST packets of a Write whose FIRST was taken are
+ * placed where they belong even ahead of a gap, and the expected PSN jumps
+ * over them when it fills), duplicates (Sends and Writes re-ACKed, a Read carried out again,
  * an Atomic answered from its kept result), the opcode sequence and
  * lengths (NAK invalid request), placement of Sends into the QP's
  * receive queue and of Writes through its MRs (NAK remote access), RNR
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "iwarp/rdmap_ext.h"
+#include "verbs/xs_internal.h"
 #include "verbs/xs_roce_priv.h"
 
 static void duplicate(struct xs_roce_conn *x, const struct roce_pkt *p, uint32_t flags);
@@ -228,6 +231,11 @@ static int do_write(struct xs_roce_conn *x, const struct roce_pkt *p, uint32_t f
 		x->cur_va = p->reth.va;
 		x->cur_rkey = p->reth.rkey;
 		x->cur_left = p->reth.dma_len;
+		x->ooo_psn = p->bth.psn;
+		x->ooo_va = p->reth.va;
+		x->ooo_rkey = p->reth.rkey;
+		x->ooo_len = p->reth.dma_len;
+		memset(x->ooo_ahead, 0, sizeof(x->ooo_ahead));
 	}
 	if (p->paylen > x->cur_left || (last && p->paylen != x->cur_left)) {
 		fatal(x, p, ROCE_NAK_INVALID_REQ, NULL, "Write length differs from its DMA length");
@@ -264,6 +272,85 @@ static int do_write(struct xs_roce_conn *x, const struct roce_pkt *p, uint32_t f
 	return 0;
 }
 
+static bool ahead_test(const struct xs_roce_conn *x, uint32_t psn)
+{
+	unsigned b = psn % XR_WINDOW;
+
+	return x->ooo_ahead[b / 64] >> (b % 64) & 1u;
+}
+
+static void ahead_set(struct xs_roce_conn *x, uint32_t psn, bool on)
+{
+	unsigned b = psn % XR_WINDOW;
+	uint64_t m = (uint64_t)1 << (b % 64);
+
+	x->ooo_ahead[b / 64] = on ? x->ooo_ahead[b / 64] | m : x->ooo_ahead[b / 64] & ~m;
+}
+
+/* A packet d PSNs ahead of epsn: a MIDDLE or LAST (without immediate
+ * data: its receive and completion wait for the order) of the Write in
+ * progress goes where in-order placement would put it, under the same
+ * checks; anything else, or what fails a check, is left to the requester's
+ * resend, which the in-order path then judges.  Placing a PSN again (a
+ * resend while the gap is still open) is harmless and counted once. */
+static void place_ahead(struct xs_roce_conn *x, const struct roce_pkt *p, uint32_t flags,
+			int32_t d)
+{
+	uint32_t mtu = x->path.mtu, n, k;
+	struct xs_err err;
+	uint8_t *dst = NULL;
+	int32_t kd;
+
+	if (x->cur_kind != XR_WRITE || d >= XR_WINDOW || !(flags & ROCE_F_WRITE) ||
+	    (flags & (ROCE_F_FIRST | ROCE_F_IMMDT)) || !xs_config()->roce_ooo)
+		return;
+	kd = roce_psn_diff(p->bth.psn, x->ooo_psn);
+	n = npkts(x, x->ooo_len);
+	if (kd < 1 || (uint32_t)kd >= n)
+		return;
+	k = (uint32_t)kd;
+	if (flags & ROCE_F_LAST) {
+		if (k != n - 1 || p->paylen != x->ooo_len - k * mtu)
+			return;
+	} else if (k == n - 1 || p->paylen != mtu) {
+		return;
+	}
+	if (x->up->resolve(x->qp, RDMAP_OP_WRITE, x->ooo_rkey, x->ooo_va + (uint64_t)k * mtu,
+			   p->paylen, &dst, &err) < 0)
+		return;
+	memcpy(dst, p->payload, p->paylen);
+	if (!ahead_test(x, p->bth.psn)) {
+		ahead_set(x, p->bth.psn, true);
+		x->ooo_placed++;
+	}
+}
+
+/* The gap filled: epsn jumps over the PSNs placed ahead (a LAST among them
+ * ends the Write: the MSN counts it now, in order) and the ACK covers
+ * them. */
+static void jump_ahead(struct xs_roce_conn *x)
+{
+	uint32_t mtu = x->path.mtu, k = 0;
+	bool jumped = false;
+
+	while (x->cur_kind == XR_WRITE && ahead_test(x, x->epsn)) {
+		ahead_set(x, x->epsn, false);
+		k = (uint32_t)roce_psn_diff(x->epsn, x->ooo_psn) + 1;
+		if (k >= npkts(x, x->ooo_len)) {
+			x->cur_kind = -1;
+			x->msn++;
+		}
+		x->epsn = roce_psn_add(x->epsn, 1);
+		jumped = true;
+	}
+	if (!jumped)
+		return;
+	x->cur_va = x->ooo_va + (uint64_t)k * mtu;
+	x->cur_left = x->cur_kind < 0 ? 0 : x->ooo_len - k * mtu;
+	x->ack_due = true;
+	x->ack_psn = roce_psn_add(x->epsn, ROCE_PSN_MASK);
+}
+
 /* A message in progress continues (MIDDLE/LAST of its kind), else one
  * starts (FIRST/ONLY, a Read, an Atomic). */
 static bool in_sequence(const struct xs_roce_conn *x, uint32_t flags)
@@ -292,6 +379,7 @@ void xr_resp_request(struct xs_roce_conn *x, const struct roce_pkt *p)
 			xr_resp_flush_ack(x);
 			send_aeth(x, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ, x->epsn);
 		}
+		place_ahead(x, p, flags, d); /* ... but a Write's packets go in now */
 		return;
 	}
 	if (d < 0) {
@@ -334,6 +422,7 @@ void xr_resp_request(struct xs_roce_conn *x, const struct roce_pkt *p)
 		x->ack_due = true;
 		x->ack_psn = p->bth.psn;
 	}
+	jump_ahead(x);
 }
 
 /* The responses to a Read, XR_GSO_MAX_SEGS packets per send (the MIDDLE

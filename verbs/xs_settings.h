@@ -64,6 +64,8 @@ enum xs_kind { XS_KIND_BOOL, XS_KIND_UINT, XS_KIND_ENUM, XS_KIND_STR };
 	  "ibv_get_cq_event receives this long before it sleeps")                                  \
 	X(TRANSPORT, ENUM, "iwarp", 0, 0, "iwarp|roce", XS_BY_BOTH,                                \
 	  "the device the CM binds to: xsock0 (iwarp) or xsock_roce0 (roce)")                     \
+	X(ROCE_OOO, BOOL, "1", 0, 0, NULL, XS_BY_IWARP,                                            \
+	  "RoCE: place RDMA Write packets that arrive ahead of a gap")                           \
 	X(STAT, BOOL, "1", 0, 0, NULL, XS_BY_IWARP,                                                \
 	  "live counters for xsock-stat(1) in /dev/shm")                                         \
 	X(DEBUG, BOOL, "0", 0, 0, NULL, XS_BY_BOTH, "one line on stderr per refusal or error")    \

@@ -80,7 +80,9 @@ lap "kernel image"
 
 # Userland: host binaries and everything they load.
 # socat: the kernel-path cells run it under libxsock (matrix.sh, *-k-*)
-bins=(/usr/bin/busybox /usr/bin/tcpdump /usr/bin/rdma /usr/sbin/ip /usr/bin/strace /usr/bin/socat)
+# tc: netem on the guest's eth1 (roce-netem.sh; the host kernel has none)
+bins=(/usr/bin/busybox /usr/bin/tcpdump /usr/bin/rdma /usr/sbin/ip /usr/bin/strace /usr/bin/socat
+    /usr/sbin/tc)
 for pkg in ibverbs-utils rdmacm-utils perftest; do
     while read -r f; do [ -f "$f" ] && [ -x "$f" ] && bins+=("$f"); done \
         < <(dpkg -L "$pkg" | grep -E '^/usr/s?bin/[^/]+$')
@@ -152,6 +154,9 @@ if [ $force = 1 ] || [ ! -f "$initrd" ] || [ "$(cat "$initrd.key" 2>/dev/null)" 
     # link is added, not a module dependency modinfo lists
     for m in crc32_generic udp_tunnel ip6_udp_tunnel rdma_rxe; do addmod "$m"; done
     printf '%s\n' "${order[@]}" > "$root/etc/xs/modules.rxe"; order=()
+    # sch_netem: loss and reordering on eth1 (roce-netem.sh loads it)
+    addmod sch_netem
+    printf '%s\n' "${order[@]}" > "$root/etc/xs/modules.netem"; order=()
     addmod siw
     install -m 0755 "$here/guest/init" "$root/init"
     install -m 0755 "$here/guest/xs-wait-port" "$here/guest/xs-capture" "$here/guest/xs-rxe" \

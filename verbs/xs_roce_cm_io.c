@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The RoCE CM's sockets (xs_roce_cm_priv.h): UDP port 4791, where CM MADs
+ * travel in UD SEND_ONLY packets between QP 1s (built and checked with
+ * roce/: BTH, DETH with the GSI Q_Key, the ICRC), and the abstract Unix
+ * names through which a MAD that reached the wrong process is passed on. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "verbs/xs_internal.h"
+#include "verbs/xs_roce_cm_priv.h"
+
+/* ---- addresses -------------------------------------------------------------- */
+
+void xrcm_addr_bytes(const struct sockaddr_storage *ss, uint8_t b[16])
+{
+	memset(b, 0, 16);
+	if (ss->ss_family == AF_INET)
+		memcpy(b, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	else
+		memcpy(b, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
+void xrcm_addr_from(int family, const uint8_t b[16], struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = (sa_family_t)family;
+	if (family == AF_INET)
+		memcpy(&((struct sockaddr_in *)ss)->sin_addr, b, 4);
+	else
+		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, b, 16);
+}
+
+bool xrcm_addr_eq(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	uint8_t x[16], y[16];
+
+	if (a->ss_family != b->ss_family)
+		return false;
+	xrcm_addr_bytes(a, x);
+	xrcm_addr_bytes(b, y);
+	return !memcmp(x, y, 16);
+}
+
+bool xrcm_addr_any(const struct sockaddr_storage *a)
+{
+	static const uint8_t zero[16];
+	uint8_t x[16];
+
+	if (a->ss_family != AF_INET && a->ss_family != AF_INET6)
+		return true;
+	xrcm_addr_bytes(a, x);
+	return !memcmp(x, zero, 16);
+}
+
+const char *xrcm_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const void *p = ss->ss_family == AF_INET ?
+				(const void *)&((const struct sockaddr_in *)ss)->sin_addr :
+				(const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+	if (!inet_ntop(ss->ss_family, p, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/* ---- sockets ---------------------------------------------------------------- */
+
+int xrcm_udp_open(int family)
+{
+	int one = 1, fd;
+	int pmtu = IP_PMTUDISC_DO;
+	struct sockaddr_storage ss;
+
+	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_family = (sa_family_t)family;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = htons(ROCE_UDP_PORT);
+		setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+		/* DF and Identification 0: what the ICRC we send assumes */
+		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	} else {
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(ROCE_UDP_PORT);
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one));
+	}
+	if (bind(fd, (struct sockaddr *)&ss,
+		 family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* The abstract names: a listener's service (sid) or a process's tag. */
+
+static socklen_t unix_name(struct sockaddr_un *un, enum xrcm_name kind, uint64_t v)
+{
+	int n;
+
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	if (kind == XRCM_SID)
+		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-sid-%016llx",
+			     (unsigned long long)v);
+	else
+		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-%04x",
+			     (unsigned)v);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* An abstract datagram socket bound to the name: -EADDRINUSE if taken. */
+int xrcm_unix_bind(enum xrcm_name kind, uint64_t v)
+{
+	struct sockaddr_un un;
+	socklen_t len = unix_name(&un, kind, v);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&un, len) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Pass a MAD on to the owner named; false if nobody has the name. */
+bool xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
+		    const struct sockaddr_storage *peer, const uint8_t *mad)
+{
+	uint8_t b[XRCM_FWD_LEN];
+	struct sockaddr_un un;
+	socklen_t len = unix_name(&un, kind, v);
+
+	b[0] = local->ss_family == AF_INET ? 4 : 6;
+	xrcm_addr_bytes(local, b + 1);
+	xrcm_addr_bytes(peer, b + 17);
+	memcpy(b + 33, mad, ROCE_MAD_LEN);
+	return sendto(xrcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
+	       (ssize_t)sizeof(b);
+}
+
+/* One MAD to peer's QP 1 from local (mu held or engine thread). */
+void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+		     const uint8_t *mad)
+{
+	uint8_t pkt[XRCM_PKT_MAX];
+	struct roce_pkt p;
+	struct roce_ip ip;
+	struct sockaddr_storage to = *peer;
+	union {
+		char b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov;
+	struct msghdr msg;
+	struct cmsghdr *cm;
+	bool v6 = peer->ss_family == AF_INET6;
+	size_t n;
+
+	memset(&p, 0, sizeof(p));
+	p.bth.opcode = ROCE_UD_SEND_ONLY;
+	p.bth.pkey = 0xffff;
+	p.bth.dqpn = ROCE_GSI_QPN;
+	p.deth.qkey = ROCE_GSI_QKEY;
+	p.deth.src_qp = ROCE_GSI_QPN;
+	memset(&ip, 0, sizeof(ip));
+	ip.v6 = v6;
+	xrcm_addr_bytes(local, ip.src);
+	xrcm_addr_bytes(peer, ip.dst);
+	ip.sport = ROCE_UDP_PORT;
+	ip.dport = ROCE_UDP_PORT;
+	n = roce_pkt_build(&p, mad, ROCE_MAD_LEN, &ip, pkt);
+	if (!n)
+		return;
+	memset(&cbuf, 0, sizeof(cbuf));
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = pkt;
+	iov.iov_len = n;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_name = &to;
+	msg.msg_control = cbuf.b;
+	if (v6) {
+		struct in6_pktinfo pi = { 0 };
+
+		((struct sockaddr_in6 *)&to)->sin6_port = htons(ROCE_UDP_PORT);
+		msg.msg_namelen = sizeof(struct sockaddr_in6);
+		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = IPPROTO_IPV6;
+		cm->cmsg_type = IPV6_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		pi.ipi6_addr = ((const struct sockaddr_in6 *)local)->sin6_addr;
+		pi.ipi6_ifindex = ((const struct sockaddr_in6 *)local)->sin6_scope_id;
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+	} else {
+		struct in_pktinfo pi = { 0 };
+
+		((struct sockaddr_in *)&to)->sin_port = htons(ROCE_UDP_PORT);
+		msg.msg_namelen = sizeof(struct sockaddr_in);
+		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		pi.ipi_spec_dst = ((const struct sockaddr_in *)local)->sin_addr;
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+	}
+	if (sendmsg(v6 ? xrcm.fd6 : xrcm.fd4, &msg, MSG_DONTWAIT) < 0)
+		xs_log("roce cm: send to QP 1 failed: %s", strerror(errno));
+}
+
+void xrcm_rx_udp(int fd)
+{
+	uint8_t buf[2048];
+	struct sockaddr_storage from, local;
+	union {
+		char b[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 64];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr msg;
+	struct cmsghdr *cm;
+	struct roce_pkt p;
+	struct roce_ip ip;
+	enum roce_perr pe;
+	ssize_t n;
+	int k;
+
+	for (k = 0; k < 32; k++) {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_name = &from;
+		msg.msg_namelen = sizeof(from);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cbuf.b;
+		msg.msg_controllen = sizeof(cbuf.b);
+		n = recvmsg(fd, &msg, MSG_DONTWAIT);
+		if (n < 0)
+			return;
+		memset(&local, 0, sizeof(local));
+		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+				local.ss_family = AF_INET;
+				((struct sockaddr_in *)&local)->sin_addr = pi.ipi_addr;
+			} else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
+				struct in6_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+				local.ss_family = AF_INET6;
+				((struct sockaddr_in6 *)&local)->sin6_addr = pi.ipi6_addr;
+				((struct sockaddr_in6 *)&local)->sin6_scope_id = pi.ipi6_ifindex;
+			}
+		}
+		if (local.ss_family != from.ss_family)
+			continue;
+		memset(&ip, 0, sizeof(ip));
+		ip.v6 = from.ss_family == AF_INET6;
+		xrcm_addr_bytes(&from, ip.src);
+		xrcm_addr_bytes(&local, ip.dst);
+		ip.sport = ntohs(ip.v6 ? ((struct sockaddr_in6 *)&from)->sin6_port :
+					 ((struct sockaddr_in *)&from)->sin_port);
+		ip.dport = ROCE_UDP_PORT;
+		pe = roce_pkt_parse(buf, (size_t)n, ip.v6 ? &ip : NULL, 0xffff, &p);
+		if (pe == ROCE_OK && !ip.v6 &&
+		    !roce_icrc_find_id(&xrcm.ids, &ip, buf, (size_t)n - ROCE_ICRC_LEN,
+				       roce_icrc_get(buf + n - ROCE_ICRC_LEN)))
+			pe = ROCE_E_ICRC;
+		if (pe != ROCE_OK) {
+			xs_log("roce cm: packet on port %u dropped: %s", ROCE_UDP_PORT,
+			       roce_perr_str(pe));
+			continue;
+		}
+		if (p.bth.opcode != ROCE_UD_SEND_ONLY || p.bth.dqpn != ROCE_GSI_QPN ||
+		    p.deth.qkey != ROCE_GSI_QKEY || p.paylen != ROCE_MAD_LEN) {
+			/* an RC packet before its QP's socket exists, or not
+			 * for QP 1: the peer resends it */
+			continue;
+		}
+		xrcm_handle_mad(p.payload, &local, &from, false);
+	}
+}
+
+/* fd is still the process's or a listener's (mu held): a listener closed
+ * since the poll may have left its number to an application's file */
+static bool fwd_fd_live(int fd)
+{
+	struct xs_rcm_listener *l;
+
+	if (fd == xrcm.fdu)
+		return true;
+	for (l = xrcm.listeners; l; l = l->next)
+		if (l->fd == fd)
+			return true;
+	return false;
+}
+
+void xrcm_rx_fwd(int fd)
+{
+	uint8_t b[XRCM_FWD_LEN + 1];
+	struct sockaddr_storage local, peer;
+	ssize_t n;
+	int k;
+
+	for (k = 0; k < 32; k++) {
+		pthread_mutex_lock(&xrcm.mu);
+		n = fwd_fd_live(fd) ? recv(fd, b, sizeof(b), MSG_DONTWAIT) : -1;
+		pthread_mutex_unlock(&xrcm.mu);
+		if (n < 0)
+			return;
+		if (n != XRCM_FWD_LEN || (b[0] != 4 && b[0] != 6))
+			continue;
+		xrcm_addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 1, &local);
+		xrcm_addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 17, &peer);
+		xrcm_handle_mad(b + 33, &local, &peer, true);
+	}
+}

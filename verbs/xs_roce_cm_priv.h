@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* What the RoCE CM's two files share (nothing here leaves libiwarp):
+ *   xs_roce_cm.c     the connection states, resends, time-wait, the engine
+ *                    thread and the calls of xs_roce_cm.h
+ *   xs_roce_cm_io.c  the CM sockets: UDP 4791 (MADs in UD SEND_ONLY
+ *                    packets to and from QP 1) and the abstract Unix names
+ *                    a MAD is passed on through to its owning process
+ * Threads and locks as xs_roce_cm.h says: xrcm.mu guards the engine; the
+ * receive calls run on the engine thread without it. */
+#ifndef XS_ROCE_CM_PRIV_H
+#define XS_ROCE_CM_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "roce/roce.h"
+#include "verbs/xs_roce_cm.h"
+
+#pragma GCC visibility push(hidden)
+
+#define XRCM_RESEND_MS 2000
+#define XRCM_RETRIES 15 /* rdma_cm's max CM retries */
+#define XRCM_DREQ_RETRIES 3
+#define XRCM_TIMEWAIT_MS 1000
+/* A REQ that finds no listener is sent again for this long before the
+ * REJ is reported, as the iWARP transport dials a refused TCP connect
+ * again (xs_connect.c: XS_REDIAL_MS): a client started just before its
+ * server connects instead of failing */
+#define XRCM_REDIAL_MS 1500
+#define XRCM_REDIAL_GAP_MS 20
+#define XRCM_MRA_TIMEOUT 20 /* what our MRAs ask for: 4.096 us * 2^20 ~ 4 s */
+#define XRCM_FWD_LEN (1 + 16 + 16 + ROCE_MAD_LEN) /* family, local, peer, MAD */
+#define XRCM_PKT_MAX (ROCE_BTH_LEN + ROCE_DETH_LEN + ROCE_MAD_LEN + 3 + ROCE_ICRC_LEN)
+
+enum xrcm_state { S_REQ_SENT, S_REP_RCVD, S_REQ_RCVD, S_REP_SENT, S_EST, S_DREQ_SENT, S_TIMEWAIT,
+		  S_DONE };
+
+struct xs_rcm {
+	struct xs_rcm *next;
+	enum xrcm_state state;
+	bool owned; /* the owner has not put it yet */
+	bool active;
+	uint32_t local_id, remote_id;
+	uint32_t local_qpn, remote_qpn;
+	uint64_t tid;
+	struct sockaddr_storage local, peer;
+	uint8_t mad[ROCE_MAD_LEN]; /* the last MAD sent, for resending */
+	bool have_mad;
+	int retries;
+	uint64_t deadline; /* ms, 0: none */
+	uint64_t redial_end; /* active: a REJ "no listener" before this resends */
+	xs_rcm_cb cb;
+	void *ctx;
+};
+
+struct xs_rcm_listener {
+	struct xs_rcm_listener *next;
+	uint64_t sid;
+	struct sockaddr_storage local; /* the wildcard: any */
+	int fd; /* the abstract name that makes the service ours */
+	xs_rcm_cb cb;
+	void *ctx;
+};
+
+struct xrcm_engine {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a callback finished */
+	pid_t pid; /* the process that started the engine (fork: again) */
+	pthread_t thread;
+	int fd4, fd6, fdu, wake;
+	uint16_t tag;
+	uint16_t seq;
+	struct xs_rcm *conns;
+	struct xs_rcm_listener *listeners;
+	/* the callback running on the engine thread (put/unlisten wait) */
+	const void *in_cb;
+	struct roce_icrc_idcache ids; /* engine thread only */
+};
+
+/* The process's engine (xs_roce_cm.c); mu guards all of it but ids. */
+extern struct xrcm_engine xrcm;
+
+/* ---- xs_roce_cm_io.c ---------------------------------------------------------- */
+
+/* The 16 address octets of an IPv4 (first 4) or IPv6 address, and back. */
+void xrcm_addr_bytes(const struct sockaddr_storage *ss, uint8_t b[16]);
+void xrcm_addr_from(int family, const uint8_t b[16], struct sockaddr_storage *ss);
+bool xrcm_addr_eq(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+bool xrcm_addr_any(const struct sockaddr_storage *a);
+const char *xrcm_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len);
+
+/* A CM socket: UDP 4791 on the wildcard, SO_REUSEPORT, PKTINFO, DF.
+ * The fd or -errno. */
+int xrcm_udp_open(int family);
+
+/* The abstract names: a listener's service (sid) or a process's tag. */
+enum xrcm_name { XRCM_SID, XRCM_TAG };
+/* A datagram socket bound to the name: the fd, -EADDRINUSE if taken. */
+int xrcm_unix_bind(enum xrcm_name kind, uint64_t v);
+/* Pass a MAD on to the owner named; false if nobody has the name. */
+bool xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
+		  const struct sockaddr_storage *peer, const uint8_t *mad);
+/* One MAD to peer's QP 1 from local (any thread). */
+void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+		   const uint8_t *mad);
+/* Receive what waits on a CM socket / a Unix socket (engine thread, no
+ * lock): each MAD goes to xrcm_handle_mad. */
+void xrcm_rx_udp(int fd);
+void xrcm_rx_fwd(int fd);
+
+/* ---- xs_roce_cm.c -------------------------------------------------------------- */
+
+/* A MAD received (engine thread, no lock); forwarded: from another
+ * process. */
+void xrcm_handle_mad(const uint8_t *mad, const struct sockaddr_storage *local,
+		     const struct sockaddr_storage *peer, bool forwarded);
+
+#pragma GCC visibility pop
+
+#endif
