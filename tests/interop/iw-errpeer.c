@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iw-errpeer: a small rdma-core verbs peer for the interop error paths.
  *
- *   iw-errpeer --server [-a ADDR] -p PORT
- *   iw-errpeer --client -a ADDR -p PORT
+ *   iw-errpeer [--roce] --server [-a ADDR] -p PORT
+ *   iw-errpeer [--roce] --client -a ADDR -p PORT
  *
  * The client opens one connection per case and per attacker (client, then
  * server).  The attacker does one forbidden thing; the victim must answer
@@ -18,6 +18,13 @@
  *   case NAME attacker|victim: wc STATUS... flushed N disconnect ok
  * and exits 0 when every connection ended within its bounds.
  * Built on the host against rdma-core; runs under siw or under xsock-run.
+ *
+ * --roce (both ends; RoCE/IB CM, e.g. rxe): a QP in error does not end the
+ * connection there (no Terminate, no TCP close), so the attacker waits for
+ * its WR's completion and disconnects (DREQ); the victim waits for that.
+ * The RNR retry count is 1 both ways, so send-norecv fails in about a
+ * second.  The line also gives the QP state when the peer's DREQ (victim)
+ * or the WR's completion (attacker) came: " qp error|rts|...".
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,6 +50,9 @@ static const char *const case_name[CASE_COUNT] = {
 
 #define BUF_LEN 4096u
 #define WAIT_MS 15000
+#define ROCE_RNR_RETRY 1
+
+static int roce;
 
 /* connect/accept private data, big-endian on the wire */
 struct pdata {
@@ -85,6 +95,55 @@ static int wait_event(enum rdma_cm_event_type want, struct rdma_cm_event **out, 
 	else
 		rdma_ack_cm_event(ev);
 	return 0;
+}
+
+/* RoCE: bounded retries, so that a lost packet is resent but an RNR fails fast */
+static void conn_param_roce(struct rdma_conn_param *cp)
+{
+	if (!roce)
+		return;
+	cp->retry_count = 6;
+	cp->rnr_retry_count = ROCE_RNR_RETRY;
+}
+
+static const char *qp_state_str(struct ibv_qp *qp)
+{
+	static const char *const name[] = {
+		[IBV_QPS_RESET] = "reset", [IBV_QPS_INIT] = "init", [IBV_QPS_RTR] = "rtr",
+		[IBV_QPS_RTS] = "rts",	   [IBV_QPS_SQD] = "sqd",   [IBV_QPS_SQE] = "sqe",
+		[IBV_QPS_ERR] = "error",
+	};
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return "unknown(query failed)";
+	return (unsigned)a.qp_state < sizeof(name) / sizeof(name[0]) && name[a.qp_state] ? name[a.qp_state]
+											 : "unknown";
+}
+
+/* RoCE attacker: the completion of its WR (wr_id 2), within WAIT_MS; its
+ * status into note */
+static int wait_op_wc(struct side *s, char *note, size_t n)
+{
+	struct ibv_wc wc;
+
+	for (int t = 0; t < WAIT_MS / 10; t++) {
+		int k = ibv_poll_cq(s->cq, 1, &wc);
+
+		if (k < 0)
+			break;
+		if (k == 0) {
+			usleep(10000);
+			continue;
+		}
+		if (wc.wr_id != 2)
+			continue; /* a flushed receive: counted by drain once it is over */
+		snprintf(note, n, " wc op:%s qp %s", ibv_wc_status_str(wc.status), qp_state_str(s->id->qp));
+		return 0;
+	}
+	snprintf(note, n, " wc op:NONE");
+	return -1;
 }
 
 static int side_setup(struct side *s, struct rdma_cm_id *id)
@@ -215,9 +274,33 @@ static void drain(struct side *s, char *note, size_t n)
  * is DISCONNECTED (both sides). */
 static int run_case(struct side *s, int cas, int i_attack, const struct pdata *peer, const char *who)
 {
-	char note[256];
+	char note[256], pre[96] = "";
 	int rc = 0;
 
+	if (roce) {
+		if (i_attack) {
+			if (attack(s, cas, peer)) {
+				fprintf(stderr, "iw-errpeer: post failed\n");
+				rc = -1;
+			} else if (wait_op_wc(s, pre, sizeof(pre))) {
+				rc = -1;
+			}
+			/* DREQ; the DREP (or its timeout) is DISCONNECTED */
+			rdma_disconnect(s->id);
+			if (wait_event(RDMA_CM_EVENT_DISCONNECTED, NULL, WAIT_MS))
+				rc = -1;
+		} else {
+			if (wait_event(RDMA_CM_EVENT_DISCONNECTED, NULL, WAIT_MS))
+				rc = -1;
+			snprintf(pre, sizeof(pre), " qp %s", qp_state_str(s->id->qp));
+			rdma_disconnect(s->id); /* the DREP */
+		}
+		drain(s, note, sizeof(note));
+		printf("case %s %s %s:%s%s disconnect %s\n", case_name[cas], who, i_attack ? "attacker" : "victim",
+		       pre, note, rc ? "MISSING" : "ok");
+		fflush(stdout);
+		return rc;
+	}
 	if (i_attack) {
 		usleep(200000); /* past siw's accept window (docs/interop.md) */
 		if (attack(s, cas, peer)) {
@@ -253,6 +336,8 @@ static int client(const char *addr, const char *port)
 			struct rdma_conn_param cp = { .private_data = &mine, .private_data_len = sizeof(mine),
 						      .initiator_depth = 1, .responder_resources = 1 };
 			int ok = 0;
+
+			conn_param_roce(&cp);
 
 			if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 				return 1;
@@ -310,6 +395,8 @@ static int server(const char *addr, const char *port)
 					      .initiator_depth = 1, .responder_resources = 1 };
 		int ok = 0, cas = 0;
 
+		conn_param_roce(&cp);
+
 		if (wait_event(RDMA_CM_EVENT_CONNECT_REQUEST, &ev, 60000)) {
 			fails++;
 			break;
@@ -349,7 +436,9 @@ int main(int argc, char **argv)
 	int srv = -1, rc;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--server"))
+		if (!strcmp(argv[i], "--roce"))
+			roce = 1;
+		else if (!strcmp(argv[i], "--server"))
 			srv = 1;
 		else if (!strcmp(argv[i], "--client"))
 			srv = 0;
@@ -361,7 +450,7 @@ int main(int argc, char **argv)
 			srv = -1, i = argc;
 	}
 	if (srv < 0 || (!srv && !addr)) {
-		fprintf(stderr, "usage: iw-errpeer --server [-a ADDR] -p PORT | --client -a ADDR -p PORT\n");
+		fprintf(stderr, "usage: iw-errpeer [--roce] --server [-a ADDR] -p PORT | [--roce] --client -a ADDR -p PORT\n");
 		return 2;
 	}
 	ch = rdma_create_event_channel();

@@ -7,11 +7,16 @@
 # the tap too.  Every cell is captured on the host tap and decoded by
 # tshark's InfiniBand dissector (RoCE v2 on UDP 4791, "RRoCE"); every ICRC
 # is recomputed by tests/vectors/roce/pcap2vec.py.
+# The *-cm-* cells (issue 18) connect through rdma_cm (IB CM MADs on QP 1):
+# rping, ucmatose, perftest -R, rstream, iw-errpeer --roce; the xsock half
+# runs under xsock-run --roce (--iwarp --roce for rstream -T s); each cell's
+# note counts the CM MADs per sender and type.  --only -cm- selects them.
 #
 #   tests/interop/roce.sh [--only REGEX] [--list] [--out DIR] [--soak]
 #                         [--loopback] [--no-install]
 #
-# --soak adds the slow cells (more iterations, 256 KiB and 1 MiB messages).
+# --soak adds the slow cells (more iterations, 256 KiB and 1 MiB messages,
+# rstream 1 MiB).
 # --loopback runs the xsock halves in the guest on rxe0 instead (rxe's own
 # loopback, no packet on the tap): it checks the harness and every
 # guest-side command line without xsock_roce0.  Without it the cells need
@@ -39,7 +44,7 @@ while [ $# -gt 0 ]; do
         --soak) soak=1 ;;
         --loopback) loop=1 ;;
         --no-install) prep+=(--no-install) ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "roce: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -60,6 +65,18 @@ for dir in hc gc; do
         cells+=("$dir-$tool $dir $tool ${pt_sizes// /,}")
     done
     cells+=("$dir-atomic_bw $dir atomic_bw 8")
+done
+# rdma_cm over RoCE (issue 18): DIR-cm-TOOL, the tool cm_TOOL; the sizes of
+# perftest's atomic cell are its -A operations
+cm_rping="23 64 1024 4096 65535" cm_uc="100 4000" cm_pt="64 65536" cm_rs="64 4096 65536"
+[ $soak = 1 ] && cm_rs+=" 1048576"
+for dir in hc gc; do
+    cells+=("$dir-cm-rping $dir cm_rping ${cm_rping// /,}" "$dir-cm-ucmatose $dir cm_ucmatose ${cm_uc// /,}")
+    for tool in send_bw write_bw read_bw write_lat; do
+        cells+=("$dir-cm-$tool $dir cm_$tool ${cm_pt// /,}")
+    done
+    cells+=("$dir-cm-atomic_bw $dir cm_atomic_bw FETCH_AND_ADD,CMP_AND_SWAP"
+            "$dir-cm-rstream $dir cm_rstream ${cm_rs// /,}" "$dir-cm-errpeer $dir cm_errpeer 0")
 done
 # port 4791 shared: two xsock processes on the host at once, each with its
 # own pingpong against its own rxe server (docs/interop.md, RoCE)
@@ -90,6 +107,12 @@ boot=$("$g" start --name "$name" --rxe --share "$out" --lifetime 3000) ||
     { echo "roce: guest did not boot" >&2; exit 1; }
 echo "roce: $boot"
 gx() { "$g" exec --name "$name" --timeout "${GX_TIMEOUT:-90}" -- sh -c "$1"; }
+# the rdma_cm error-path peer (iw-errpeer --roce), built against rdma-core
+# for the guest (and the --loopback host half) as matrix.sh does
+if printf '%s\n' "${cells[@]}" | cut -d' ' -f1 | grep -E -- "${only:-.}" | grep -q -- '-cm-errpeer'; then
+    gcc -O2 -Wall -Wextra -o "$out/iw-errpeer" "$here/iw-errpeer.c" -libverbs -lrdmacm ||
+        { echo "roce: cannot build iw-errpeer" >&2; exit 1; }
+fi
 tap=$("$g" tapname --name "$name")
 gaddr=10.0.3.2 haddr=10.0.3.1
 # rxe0's RoCE v2 GID of 10.0.3.2: the index depends on the order the
@@ -119,7 +142,41 @@ cmd_of() {
     if [ "$side" = g ]; then dev=rxe0 idx=$gidx peer=$haddr; else dev=$hdev idx=$hidx peer=$gaddr; fi
     [ $loop = 1 ] && peer=$gaddr
     [ "$role" = srv ] && peer=""
+    # bind: the side's own address (rdma_cm servers and rstream bind to it)
+    local bind=$gaddr
+    [ "$side" = h ] && bind=$haddr
     case $tool in
+        cm_rping)
+            n=10; [ "$size" -ge 65535 ] && n=4
+            [ $soak = 1 ] && n=$((n * 10))
+            # -V: the client verifies what it reads back; -v: one line a ping
+            if [ "$role" = srv ]; then echo "rping -s -a $bind -p $port -C $n -V -S $size"
+            else echo "rping -c -a $peer -p $port -C $n -V -v -S $size"; fi ;;
+        cm_ucmatose)
+            if [ "$role" = srv ]; then echo "ucmatose -b $bind -p $port -c 10 -C 20 -S $size"
+            else echo "ucmatose -s $peer -p $port -c 10 -C 20 -S $size"; fi ;;
+        cm_rstream)
+            # counts as matrix.sh's; -T v: both sides verify.  The xsock half
+            # is the plain-sockets program (-T s, carried by libxsock: the
+            # runner adds --iwarp); rsockets' own needs a 16 MiB ring (-B,
+            # matrix.sh).  --loopback: rsockets on both ends
+            n=100; [ "$size" -ge 4096 ] && n=50; [ "$size" -ge 65536 ] && n=20; [ "$size" -ge 1048576 ] && n=4
+            local mode="-B 8388608"
+            [ "$side" = h ] && [ $loop = 0 ] && mode="-T s"
+            if [ "$role" = srv ]; then echo "rstream -b $bind -p $port -S $size -C $n -T v $mode"
+            else echo "rstream -s $peer -p $port -S $size -C $n -T v $mode"; fi ;;
+        cm_errpeer)
+            local ep=/host/iw-errpeer
+            [ "$side" = h ] && [ $loop = 0 ] && ep=$out/iw-errpeer
+            if [ "$role" = srv ]; then echo "$ep --roce --server -a $bind -p $port"
+            else echo "$ep --roce --client -a $peer -p $port"; fi ;;
+        cm_*)
+            # perftest -R: the connection by rdma_cm; -d and -x as without
+            n=20; [ "$size" = 65536 ] && n=8
+            [ $soak = 1 ] && n=$((n * 10))
+            local t=${tool#cm_} sz="-s $size"
+            [ "$t" = atomic_bw ] && sz="-A $size"
+            echo "ib_$t -R -d $dev -x $idx -m $mtu -n $n -p $port -F $sz $([ "${t#*_}" = bw ] && echo "-t 8") $peer" ;;
         pingpong)
             n=${6:-10}; [ "$size" -ge 65536 ] && n=4
             [ $soak = 1 ] && n=$((n * 10))
@@ -139,8 +196,8 @@ host_bg() {
     if [ $loop = 1 ]; then
         hjob=$("$g" bg --name "$name" -- sh -c "exec timeout 90 $1 > /host/$(basename "$2") 2>&1")
     else
-        # shellcheck disable=SC2086 # CMD: words
-        timeout 90 "$xs_run" $1 > "$2" 2>&1 &
+        # shellcheck disable=SC2086 # CMD, xo: words
+        timeout 90 "$xs_run" $xo $1 > "$2" 2>&1 &
         hpid=$!; hostpids+=("$hpid")
     fi
 }
@@ -150,8 +207,31 @@ host_wait() { # host_wait LOG -> rc of the server half
 }
 host_fg() { # host_fg CMD LOG -> rc: the xsock half as a client
     if [ $loop = 1 ]; then gx "timeout 60 $1 > /host/$(basename "$2") 2>&1"; return; fi
-    # shellcheck disable=SC2086 # CMD: words
-    timeout 60 "$xs_run" $1 > "$2" 2>&1
+    # shellcheck disable=SC2086 # CMD, xo: words
+    timeout 60 "$xs_run" $xo $1 > "$2" 2>&1
+}
+
+# guest_listening PORT: the guest's server is up.  An rdma_cm listener has
+# no TCP socket on rxe: rdma(8) lists its cm_id in state LISTEN
+guest_listening() {
+    case $tool in
+        cm_*) gx "i=0; until rdma res show cm_id 2>/dev/null | grep -qE 'LISTEN.*[:.]$1( |\$)'; do
+                    i=\$((i + 1)); [ \$i -ge 200 ] && { echo 'no cm_id listens on $1' >&2; exit 1; }
+                    sleep 0.1; done" ;;
+        *) gx "xs-wait-port $1 20" ;;
+    esac
+}
+# host_listening PORT: the host's xsock server is up.  Over RoCE the CM
+# listens on QP 1, nothing per port to see: a TCP listener if the stack
+# shows one (rstream -T s, the iWARP CM), else 2 s and go
+host_listening() {
+    case $tool in
+        cm_*) for _ in $(seq 20); do
+                  grep -q ":$(printf '%04X' "$1") [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+                  sleep 0.1
+              done; return 0 ;;
+        *) listening "$1" ;;
+    esac
 }
 
 # run_two: two host pingpong clients at once (two processes on 4791),
@@ -196,19 +276,22 @@ run_one() {
         sc=$(cmd_of "$tool" "$size" g srv "$port"); cc=$(cmd_of "$tool" "$size" h cli "$port")
         echo "## rxe (guest server): $sc" >> "$log"
         job=$("$g" bg --name "$name" -- sh -c "exec timeout 90 $sc > /host/$(basename "$gl") 2>&1")
-        gx "xs-wait-port $port 20" >> "$log" 2>&1 || { ok=0; note="size $size: rxe server did not listen"; return; }
-        echo "## xsock (host client): $cc" >> "$log"
+        guest_listening "$port" >> "$log" 2>&1 || { ok=0; note="size $size: rxe server did not listen"; return; }
+        # rping's and perftest's servers listen before they are ready (matrix.sh)
+        case $tool in cm_*) sleep 0.3 ;; esac
+        echo "## xsock (host client): $xo $cc" >> "$log"
         host_fg "$cc" "$hl" || hrc=$?
         [ $hrc = 0 ] || gx "sleep 2; pkill -f 'timeout 90 $sc' 2>/dev/null; true" > /dev/null 2>&1
         "$g" wait --name "$name" --timeout 90 "$job" > /dev/null 2>&1 || grc=$?
     else
         sc=$(cmd_of "$tool" "$size" h srv "$port"); cc=$(cmd_of "$tool" "$size" g cli "$port")
-        echo "## xsock (host server): $sc" >> "$log"
+        echo "## xsock (host server): $xo $sc" >> "$log"
         host_bg "$sc" "$hl"
-        if [ $loop = 1 ]; then gx "xs-wait-port $port 20" >> "$log" 2>&1
-        else listening "$port"; fi || { ok=0; note="size $size: xsock server did not listen"; return; }
+        if [ $loop = 1 ]; then guest_listening "$port" >> "$log" 2>&1
+        else host_listening "$port"; fi || { ok=0; note="size $size: xsock server did not listen"; return; }
+        case $tool in cm_*) sleep 0.3 ;; esac
         echo "## rxe (guest client): $cc" >> "$log"
-        gx "timeout 60 $cc > /host/$(basename "$gl") 2>&1" || grc=$?
+        GX_TIMEOUT=70 gx "timeout 60 $cc > /host/$(basename "$gl") 2>&1" || grc=$?
         # a server whose client failed may wait for ever: 3 s, then it goes
         if [ $grc != 0 ] && [ $loop = 0 ]; then sleep 3; kill "$hpid" 2>/dev/null; fi
         host_wait "$hl" || hrc=$?
@@ -224,12 +307,56 @@ run_one() {
     [ "$dir" = hc ] && cl=$hl
     case $tool in
         pingpong) r=$(grep -h 'usec/iter' "$cl" | head -n 1 | awk '{print $(NF-1) " us/iter"}') ;;
+        cm_rping) r="$(grep -c '^ping data' "$cl") pings"
+                  [ "${r% *}" -gt 0 ] || { ok=0; note="size $size: the client printed no ping"; return; } ;;
+        cm_ucmatose) r="10 conns"
+                     grep -q 'test complete' "$cl" || { ok=0; note="size $size: ucmatose: no 'test complete'"; return; } ;;
+        cm_rstream) r=$(awk 'NF >= 8 && $3 ~ /^[0-9]+$/ { l = $7 } END { print l }' "$cl")
+                    r="${r:-?} Gb/s" ;;
+        cm_errpeer) errpeer_check "$hl" "$gl"; r=$ep_res
+                    [ "$ep_bad" = 0 ] || { ok=0; note="$ep_res"; return; } ;;
+        cm_atomic_bw) r=$(perftest_result 8 "$cl" | awk '{print $(NF-1) " MB/s"}') ;;
         *_lat) r=$(perftest_result "$size" "$cl" | awk '{print $5 " us"}') ;;
         *) r=$(perftest_result "$size" "$cl" | awk '{print $(NF-1) " MB/s"}') ;;
     esac
     res="$res${res:+, }$size:${r:-?}"
     rm -f "$hl" "$gl"
 }
+
+# errpeer_check FILE... -> ep_res (summary), ep_bad (count of mismatches).
+# What each side must see on RoCE (Linux 6.1 rxe as the reference):
+# write-badstag, write-oob, write-noaccess, read-badstag: the victim's
+# responder NAKs "remote access error" and moves its QP to error (class C,
+# rxe_resp.c:1396-1401 -> RESPST_ERROR, :1472-1475), so its posted receive
+# is flushed before any disconnect; the attacker's WR completes with
+# IBV_WC_REM_ACCESS_ERR (rxe_comp.c:320-321) and its QP goes to error
+# (:758).  send-norecv: RNR NAK (rxe_resp.c:1381-1386), which the attacker
+# retries rnr_retry (1) times, then IBV_WC_RNR_RETRY_EXC_ERR
+# (rxe_comp.c:733-750); the victim's QP stays in RTS with nothing to flush.
+errpeer_check() {
+    local out
+    out=$(cat "$@" 2>/dev/null | awk '
+        /^case .* FAILED/ { bad = bad " " $2 "/" $3 ":FAILED"; next }
+        /^case / {
+            n++; c = $2; who = $3; role = $4; sub(/:$/, "", role)
+            rnr = (c == "send-norecv")
+            if (role == "attacker")
+                want = rnr ? "wc op:RNR retry counter exceeded qp error flushed 1 disconnect ok" \
+                           : "wc op:remote access error qp error flushed 1 disconnect ok"
+            else
+                want = rnr ? "qp rts flushed 0 disconnect ok" : "qp error flushed 1 disconnect ok"
+            got = $0; sub(/^[^:]*: /, "", got)
+            if (got != want) bad = bad " " c "/" who "/" role ": \"" got "\" (want \"" want "\")"
+        }
+        END { printf "%d %d%s\n", n, (bad != ""), bad }')
+    local n ; read -r n ep_bad _ <<< "$out"
+    if [ "$n" != 20 ]; then ep_bad=1; ep_res="$n of 20 case lines${out#* * }"
+    elif [ "$ep_bad" = 0 ]; then ep_res="20 case lines as expected (REM_ACCESS_ERR x16, RNR_RETRY_EXC_ERR x4)"
+    else ep_res="statuses differ:${out#* * }"; fi
+}
+
+# CM MAD attribute names (IBTA Vol. 1 16.7: the CM class, 0x07)
+cmnames='BEGIN { split("REQ MRA REJ REP RTU DREQ DREP", a, " "); for (i = 1; i <= 7; i++) an[sprintf("%x", 15 + i)] = a[i] }'
 
 # opcode names for the counts (IBTA Vol. 1 table 38, RC and UD)
 opnames='BEGIN { nn = split("SEND_FIRST SEND_MIDDLE SEND_LAST SEND_LAST_IMM SEND_ONLY SEND_ONLY_IMM " \
@@ -239,7 +366,12 @@ opnames='BEGIN { nn = split("SEND_FIRST SEND_MIDDLE SEND_LAST SEND_LAST_IMM SEND
     for (i = 1; i <= nn; i++) name[i - 1] = nm[i]; name[100] = "UD_SEND_ONLY"; name[101] = "UD_SEND_ONLY_IMM" }'
 
 run_cell() { # run_cell NAME DIR TOOL SIZES
-    local cn=$1 dir=$2 tool=$3 sizes=${4//,/ } ok=1 note="" res="" t0 td s
+    local cn=$1 dir=$2 tool=$3 sizes=${4//,/ } ok=1 note="" res="" t0 td s xo=""
+    # the xsock half's runner options: rdma_cm binds xsock_roce0; rstream -T s
+    # is sockets made IWARP by libxsock
+    if [ $loop = 0 ]; then
+        case $tool in cm_rstream) xo="--iwarp --roce" ;; cm_*) xo="--roce" ;; esac
+    fi
     local log=$out/$cn.log pcap=$out/$cn.pcap
     t0=$(date +%s)
     : > "$log"
@@ -274,18 +406,46 @@ run_cell() { # run_cell NAME DIR TOOL SIZES
                                 if (s == 3) n[w " NAK"]++; else if (s == 1) n[w " RNR-NAK"]++ }
                               END { for (k in n) printf "%s x%d, ", k, n[k] }')
     [ -n "$naks" ] && note="$note${note:+; }${naks%, }"
+    # the error paths' NAKs: each side is the victim of 4 remote access
+    # errors (AETH NAK code 2, syndrome 0x62) and of one RNR case (rnr_retry
+    # 1: the first RNR NAK and the retry's, 001xxxxx)
+    if [ "$tool" = cm_errpeer ] && [ $loop = 0 ] && [ $ok = 1 ]; then
+        local w
+        w=$(tshark -n -r "$pcap" --disable-protocol rpcordma -Y infiniband.aeth -T fields \
+            -e ip.src -e infiniband.aeth.syndrome 2>/dev/null |
+            awk -v g="$gaddr" '{ w = ($1 == g ? "rxe" : "xsock"); s = $2 + 0
+                                 if (s == 98) a[w]++; else if (int(s / 32) == 1) r[w]++ }
+                               END { for (w in a) if (a[w] != 4) print w " sent " a[w] " remote-access NAKs, not 4"
+                                     for (w in r) if (r[w] < 2) print w " sent " r[w] " RNR NAKs, not 2"
+                                     if (!("rxe" in a) || !("xsock" in a)) print "a side sent no remote-access NAK"
+                                     if (!("rxe" in r) || !("xsock" in r)) print "a side sent no RNR NAK" }')
+        [ -z "$w" ] || { ok=0; note="$note${note:+; }$(echo "$w" | tr '\n' ';')"; }
+    fi
     local drop
     drop=$(awk '/dropped by kernel/ { print $1 }' "$out/$cn.tcpdump")
     [ "${drop:-0}" = 0 ] || note="$note${note:+; }tcpdump lost $drop packets"
+    # CM MADs (class 0x07) per sender and attribute: which of REQ/REP/RTU/
+    # DREQ/DREP went through
+    local mads=""
+    case $tool in
+        cm_*) mads=$(tshark -n -r "$pcap" --disable-protocol rpcordma -Y 'infiniband.mad.mgmtclass == 0x07' \
+                     -T fields -e ip.src -e infiniband.mad.attributeid 2>/dev/null |
+                     awk -v g="$gaddr" "$cmnames"'{ v = tolower($2); sub(/^0x0*/, "", v)
+                          k = ($1 == g ? "rxe" : "xsock") ":" (v in an ? an[v] : "0x" v); c[k]++ }
+                          END { for (k in c) printf "%s=%d\n", k, c[k] }' | sort | tr '\n' ' ')
+              note="$note${note:+; }CM MADs: ${mads:-none}" ;;
+    esac
     { echo "## capture: $npk RoCE packets, $mal malformed/error, $bad bad ICRC, ${naks:-no NAKs}"
-      echo "## opcodes: $counts"; } >> "$log"
+      echo "## opcodes: $counts"; echo "## CM MADs: ${mads:-none}"; } >> "$log"
     [ "$mal" = 0 ] || { ok=0; note="$note${note:+; }tshark: $mal malformed/error packets"; }
     [ "$bad" = 0 ] || { ok=0; note="$note${note:+; }$bad bad ICRCs"; }
     if [ $loop = 0 ] && [ "$npk" = 0 ]; then ok=0; note="$note${note:+; }no RoCE packet on the tap"; fi
     [ $ok = 1 ] && note="$res; $npk packets: $counts${note:+; $note}"
+    # a failed cell keeps its MAD counts (which of the handshake got through)
+    [ $ok = 0 ] && [ -n "$mads" ] && case $note in *"CM MADs:"*) ;; *) note="$note; CM MADs: $mads" ;; esac
     local r=PASS
     if [ $ok = 1 ]; then npass=$((npass + 1)); else r=FAIL; nfail=$((nfail + 1)); fi
-    printf 'roce: %-16s %-4s %3ss  %s\n' "$cn" "$r" "$(( $(date +%s) - t0 ))" "$note"
+    printf 'roce: %-18s %-4s %3ss  %s\n' "$cn" "$r" "$(( $(date +%s) - t0 ))" "$note"
     echo "| $cn | $r | $note |" >> "$results"
 }
 
@@ -296,7 +456,7 @@ t_all=$(date +%s)
 for c in "${cells[@]}"; do
     # shellcheck disable=SC2086
     set -- $c
-    if [ -n "$only" ] && ! echo "$1" | grep -qE "$only"; then continue; fi
+    if [ -n "$only" ] && ! echo "$1" | grep -qE -- "$only"; then continue; fi
     run_cell "$@"
 done
 echo "roce: $npass passed, $nfail failed in $(( $(date +%s) - t_all )) s (table: $results)"
