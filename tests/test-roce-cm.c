@@ -10,7 +10,10 @@
  *   - private data longer than the REQ/REP take: EINVAL; a second listener
  *     on a port: EADDRINUSE;
  *   - the same between two processes (a fork child listens): the MADs reach
- *     their owner whichever process's socket on port 4791 gets them. */
+ *     their owner whichever process's socket on port 4791 gets them;
+ *   - a process that exits with its connection up (no rdma_disconnect, no
+ *     destroy) disconnects it as the kernel does when the rdma_cm file
+ *     closes: the peer sees DISCONNECTED (the DREQ sent at exit). */
 #include "config.h"
 
 #include <errno.h>
@@ -162,9 +165,12 @@ out:
 	rdma_destroy_event_channel(ch);
 }
 
+enum passive_end { END_DISCONNECT, END_REJECT, END_EXIT };
+
 /* The passive side: accept one connection (or reject it), receive one
- * message, disconnect.  ready: written once listening (-1: none). */
-static void passive(int port, bool reject, int ready)
+ * message, disconnect (END_EXIT: exit(3) with the connection up).
+ * ready: written once listening (-1: none). */
+static void passive(int port, enum passive_end how, int ready)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *l, *l2, *c;
@@ -198,7 +204,7 @@ static void passive(int port, bool reject, int ready)
 	CHECK_EQ_U(e->param.conn.responder_resources, 2);
 	CHECK_EQ_U(e->param.conn.initiator_depth, 3);
 	rdma_ack_cm_event(e);
-	if (reject) {
+	if (how == END_REJECT) {
 		CHECK_EQ_U(rdma_reject(c, "no!", 3), 0);
 		rdma_destroy_id(c);
 		goto out;
@@ -229,6 +235,8 @@ static void passive(int port, bool reject, int ready)
 	}
 	CHECK(i < 5000 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 16 &&
 	      !strcmp((char *)buf, "hello over roce"));
+	if (how == END_EXIT)
+		exit(xs_test_result()); /* the library's exit handler disconnects */
 	CHECK_EQ_U(rdma_disconnect(c), 0);
 	expect(ch, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
 	rdma_destroy_qp(c);
@@ -264,18 +272,18 @@ int main(void)
 	ibv_free_device_list(l);
 
 	/* nobody listens: REJ invalid service ID */
-	active(PORT_BASE + (getpid() % 97) * 3, 8);
+	active(PORT_BASE + (getpid() % 97) * 4, 8);
 
-	/* two processes: the child listens */
-	for (int round = 0; round < 2; round++) {
-		int port = PORT_BASE + 1 + (getpid() % 97) * 3 + round;
+	/* two processes: the child listens (and accepts, rejects, exits) */
+	for (int round = 0; round < 3; round++) {
+		int port = PORT_BASE + 1 + (getpid() % 97) * 4 + round;
 
 		REQUIRE(pipe(p) == 0);
 		pid = fork();
 		REQUIRE(pid >= 0);
 		if (pid == 0) {
 			close(p[0]);
-			passive(port, round == 1, p[1]);
+			passive(port, (enum passive_end)round, p[1]);
 			_exit(xs_test_result());
 		}
 		close(p[1]);

@@ -113,14 +113,19 @@ static void reset_after_fork(void)
 	xrcm.in_cb = NULL;
 }
 
+static void exit_wait(void);
+
 /* mu held. */
 static int start(void)
 {
+	static bool registered;
 	pthread_attr_t at;
 	int rc, i;
 
 	if (xrcm.pid == getpid())
 		return 0;
+	if (!registered && atexit(exit_wait) == 0)
+		registered = true;
 	if (xrcm.pid)
 		reset_after_fork();
 	xrcm.fd4 = xrcm_udp_open(AF_INET);
@@ -837,5 +842,61 @@ void xs_rcm_put(struct xs_rcm *r)
 	r->cb = NULL;
 	wait_cb(r);
 	(void)!eventfd_write(xrcm.wake, 1); /* the engine frees it when done */
+	pthread_mutex_unlock(&xrcm.mu);
+}
+
+/* The DREQs out at exit are resent this often (XRCM_RESEND_MS is longer
+ * than the whole wait). */
+#define XRCM_EXIT_RESEND_MS 250
+
+/* Process exit: what the kernel does when a process's rdma_cm file closes
+ * (ucma_close -> rdma_destroy_id; cm.c: cm_destroy_id): a connection the
+ * program did not destroy gets its DREQ (established) or REJ (handshake),
+ * then every DREQ out, its own or the one just sent, gets up to
+ * XSOCK_LINGER_MS for its DREP or the peer's crossing DREQ, which is
+ * answered (the engine thread runs until the process is gone).  Without
+ * it a peer's DREQ that crossed ours at the end of a run met a closed
+ * port and the peer resent it until its CM timed out. */
+static void exit_wait(void)
+{
+	uint64_t now = xs_now_ms(), end = now + xs_config()->linger_ms;
+	uint64_t resend = now + XRCM_EXIT_RESEND_MS;
+	struct xs_rcm *r;
+	bool waiting = true;
+
+	pthread_mutex_lock(&xrcm.mu);
+	if (xrcm.pid != getpid()) { /* a fork child, or never started */
+		pthread_mutex_unlock(&xrcm.mu);
+		return;
+	}
+	for (r = xrcm.conns; r; r = r->next) {
+		if (!r->owned)
+			continue;
+		if (r->state == S_EST || r->state == S_REP_SENT)
+			disconnect_locked(r);
+		else if (r->state == S_REQ_RCVD)
+			reject_locked(r, ROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		else if (r->state == S_REQ_SENT || r->state == S_REP_RCVD)
+			reject_locked(r, ROCE_CM_REJ_TIMEOUT, NULL, 0);
+	}
+	while (waiting && (now = xs_now_ms()) < end) {
+		bool again = now >= resend;
+
+		waiting = false;
+		for (r = xrcm.conns; r; r = r->next) {
+			if (r->state != S_DREQ_SENT)
+				continue;
+			waiting = true;
+			if (again)
+				xrcm_send_mad(&r->local, &r->peer, r->mad);
+		}
+		if (again)
+			resend = now + XRCM_EXIT_RESEND_MS;
+		if (waiting) {
+			pthread_mutex_unlock(&xrcm.mu);
+			xs_sleep_ms(5);
+			pthread_mutex_lock(&xrcm.mu);
+		}
+	}
 	pthread_mutex_unlock(&xrcm.mu);
 }
