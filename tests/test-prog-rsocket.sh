@@ -9,7 +9,10 @@
 #             socket client under xsock-run --iwarp (the same wire)
 #             and the same over RoCE v2 (--roce: rsockets' IB form)
 #   riostream must fail in riomap with ENOMEM (no iomap: libiwarp(7))
-#   rcopy     a 3 MiB random file, compared
+#   rcopy     a 3 MiB random file, compared; and to a destination the
+#             server cannot map (a FIFO): the server hangs up mid-transfer
+#             and the client must report it (rsockets: ECONNRESET, exit
+#             200), not die of SIGPIPE (141)
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
@@ -107,6 +110,28 @@ if xs_wait_listen "$port"; then
     fi
 else
     echo "FAIL rcopy: server did not listen"; fail=1
+fi
+xs_reap $srv; srv=
+
+# rcopy to a FIFO: "error mapping file" on the server, which closes; the
+# client's sends fail as rsockets' do (ECONNRESET, no SIGPIPE)
+mkfifo "$tmp/fifo"
+port=$(xs_free_port)
+(cd "$tmp" && exec timeout 40 "$x" rcopy -p "$port") >"$tmp/rcopy2.srv" 2>&1 &
+srv=$!
+if xs_wait_listen "$port"; then
+    timeout 30 "$x" rcopy "$tmp/src" "127.0.0.1:$tmp/fifo" -p "$port" >"$tmp/rcopy2.cli" 2>&1
+    crc=$?
+    # rcopy exits with its negative return (200, 184: an errno); 124 is
+    # timeout's, 129-159 a signal's
+    if [ $crc -ne 0 ] && [ $crc -ne 124 ] && { [ $crc -lt 129 ] || [ $crc -gt 159 ]; }; then
+        echo "ok rcopy to a FIFO: the client reports the server's hang-up (rc $crc)"
+    else
+        echo "FAIL rcopy to a FIFO: client rc $crc (141: SIGPIPE; 124: hung)"
+        xs_tail "$tmp/rcopy2.cli"; xs_tail "$tmp/rcopy2.srv"; fail=1
+    fi
+else
+    echo "FAIL rcopy to a FIFO: server did not listen"; fail=1
 fi
 xs_reap $srv; srv=
 

@@ -39,8 +39,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <rdma/rsocket.h>
 
@@ -69,8 +71,6 @@ static struct {
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*write)(int, const void *, size_t);
-	ssize_t (*writev)(int, const struct iovec *, int);
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*getpeername)(int, struct sockaddr *, socklen_t *);
@@ -117,8 +117,6 @@ static void xsk_load_once(void)
 	XSK_SYM(sendmsg);
 	XSK_SYM(read);
 	XSK_SYM(readv);
-	XSK_SYM(write);
-	XSK_SYM(writev);
 	XSK_SYM(poll);
 	XSK_SYM(select);
 	XSK_SYM(getpeername);
@@ -232,20 +230,33 @@ XS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 	return XSK_CALL(recvmsg, socket, msg, flags);
 }
 
+/* What a send on a connection that is gone returns: rsockets raises no
+ * SIGPIPE and fails with ECONNRESET (rsocket.c: rsend, "if (!(rs->state &
+ * rs_writable)) ret = ERR(ECONNRESET)"), where libxsock's send acts as the
+ * kernel's TCP (EPIPE and SIGPIPE): rcopy against rxe's rsockets, whose
+ * server had hung up, died of the signal instead of reporting the error. */
+static ssize_t rs_send_ret(ssize_t n)
+{
+	if (n < 0 && errno == EPIPE)
+		errno = ECONNRESET;
+	return n;
+}
+
 XS_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 {
-	return XSK_CALL(send, socket, buf, len, flags);
+	return rs_send_ret(XSK_CALL(send, socket, buf, len, flags | MSG_NOSIGNAL));
 }
 
 XS_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 			  const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	return XSK_CALL(sendto, socket, buf, len, flags, dest_addr, addrlen);
+	return rs_send_ret(
+		XSK_CALL(sendto, socket, buf, len, flags | MSG_NOSIGNAL, dest_addr, addrlen));
 }
 
 XS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 {
-	return XSK_CALL(sendmsg, socket, msg, flags);
+	return rs_send_ret(XSK_CALL(sendmsg, socket, msg, flags | MSG_NOSIGNAL));
 }
 
 XS_EXPORT ssize_t rread(int socket, void *buf, size_t count)
@@ -258,14 +269,20 @@ XS_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
 	return XSK_CALL(readv, socket, iov, iovcnt);
 }
 
+/* rwrite/rwritev are rsend/rsendmsg with no flags in librdmacm too; the
+ * send calls take MSG_NOSIGNAL, write and writev could not */
 XS_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
 {
-	return XSK_CALL(write, socket, buf, count);
+	return rsend(socket, buf, count, 0);
 }
 
 XS_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 {
-	return XSK_CALL(writev, socket, iov, iovcnt);
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)iovcnt };
+
+	if (iovcnt < 0)
+		return rs_fail(EINVAL);
+	return rsendmsg(socket, &m, 0);
 }
 
 XS_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
