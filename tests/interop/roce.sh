@@ -8,9 +8,11 @@
 # tshark's InfiniBand dissector (RoCE v2 on UDP 4791, "RRoCE"); every ICRC
 # is recomputed by tests/vectors/roce/pcap2vec.py.
 # The *-cm-* cells (issue 18) connect through rdma_cm (IB CM MADs on QP 1):
-# rping, ucmatose, perftest -R, rstream, iw-errpeer --roce; the xsock half
-# runs under xsock-run --roce (--iwarp --roce for rstream -T s); each cell's
-# note counts the CM MADs per sender and type.  --only -cm- selects them.
+# rping, ucmatose, perftest -R, rstream, iw-errpeer --roce, and rdma_cm
+# programs no issue named (rdma_server/rdma_client, rdma_xserver/
+# rdma_xclient, cmtime, rcopy); the xsock half runs under xsock-run --roce
+# (--iwarp --roce for rstream -T s); each cell's note counts the CM MADs
+# per sender and type.  --only -cm- selects them.
 #
 #   tests/interop/roce.sh [--only REGEX] [--list] [--out DIR] [--soak]
 #                         [--loopback] [--no-install]
@@ -69,6 +71,7 @@ done
 # rdma_cm over RoCE (issue 18): DIR-cm-TOOL, the tool cm_TOOL; the sizes of
 # perftest's atomic cell are its -A operations
 cm_rping="23 64 1024 4096 65535" cm_uc="100 4000" cm_pt="64 65536" cm_rs="64 4096 65536"
+# cmtime: connections at once; rcopy: the file's size
 [ $soak = 1 ] && cm_rs+=" 1048576"
 for dir in hc gc; do
     cells+=("$dir-cm-rping $dir cm_rping ${cm_rping// /,}" "$dir-cm-ucmatose $dir cm_ucmatose ${cm_uc// /,}")
@@ -76,7 +79,9 @@ for dir in hc gc; do
         cells+=("$dir-cm-$tool $dir cm_$tool ${cm_pt// /,}")
     done
     cells+=("$dir-cm-atomic_bw $dir cm_atomic_bw FETCH_AND_ADD,CMP_AND_SWAP"
-            "$dir-cm-rstream $dir cm_rstream ${cm_rs// /,}" "$dir-cm-errpeer $dir cm_errpeer 0")
+            "$dir-cm-rstream $dir cm_rstream ${cm_rs// /,}" "$dir-cm-errpeer $dir cm_errpeer 0"
+            "$dir-cm-rdma_server $dir cm_rdma_server 0" "$dir-cm-rdma_xserver $dir cm_rdma_xserver 0"
+            "$dir-cm-cmtime $dir cm_cmtime 20" "$dir-cm-rcopy $dir cm_rcopy 3145728")
 done
 # port 4791 shared: two xsock processes on the host at once, each with its
 # own pingpong against its own rxe server (docs/interop.md, RoCE)
@@ -165,6 +170,29 @@ cmd_of() {
             [ "$side" = h ] && [ $loop = 0 ] && mode="-T s"
             if [ "$role" = srv ]; then echo "rstream -b $bind -p $port -S $size -C $n -T v $mode"
             else echo "rstream -s $peer -p $port -S $size -C $n -T v $mode"; fi ;;
+        cm_rdma_server)
+            # librdmacm's synchronous calls (rdma_create_ep, rdma_get_request,
+            # rdma_post_send/recv): one message each way
+            if [ "$role" = srv ]; then echo "rdma_server -s $bind -p $port"
+            else echo "rdma_client -s $peer -p $port"; fi ;;
+        cm_rdma_xserver)
+            # the same with -c r (RC; XRC, its other mode, is not carried)
+            if [ "$role" = srv ]; then echo "rdma_xserver -c r -p $port"
+            else echo "rdma_xclient -c r -s $peer -p $port"; fi ;;
+        cm_cmtime)
+            # SIZE connections set up at once, then torn down; its server
+            # never exits (the cell stops it)
+            if [ "$role" = srv ]; then echo "cmtime -b $bind -p $port -c $size"
+            else echo "cmtime -s $peer -p $port -c $size"; fi ;;
+        cm_rcopy)
+            # rsockets' file copy: the server maps the destination (the
+            # guest's /tmp: its /host share cannot be mapped shared) and
+            # never exits; the source is the cell's random file
+            local src=$out/rc.src dst=/tmp/rc.dst
+            { [ "$side" = g ] || [ $loop = 1 ]; } && src=/host/rc.src
+            [ "$side" = g ] && [ $loop = 0 ] && dst=$out/rc.dst
+            if [ "$role" = srv ]; then echo "rcopy -p $port"
+            else echo "rcopy $src $peer:$dst -p $port"; fi ;;
         cm_errpeer)
             local ep=/host/iw-errpeer
             [ "$side" = h ] && [ $loop = 0 ] && ep=$out/iw-errpeer
@@ -272,6 +300,14 @@ run_one() {
     if [ "$tool" = pingpong2 ]; then run_two "$size"; return; fi
     hl=$out/$cn.$size.xsock gl=$out/$cn.$size.rxe
     port=$(free_port)
+    # servers that never exit (cmtime, rcopy): stopped once the client is
+    # done; their rc is then 143 (timeout's, from the SIGTERM)
+    local forever=0 prog
+    case $tool in cm_cmtime|cm_rcopy) forever=1 ;; esac
+    if [ "$tool" = cm_rcopy ]; then
+        head -c "$size" /dev/urandom > "$out/rc.src"
+        rm -f "$out/rc.dst"; gx "rm -f /tmp/rc.dst" > /dev/null 2>&1
+    fi
     if [ "$dir" = hc ]; then
         sc=$(cmd_of "$tool" "$size" g srv "$port"); cc=$(cmd_of "$tool" "$size" h cli "$port")
         echo "## rxe (guest server): $sc" >> "$log"
@@ -281,8 +317,13 @@ run_one() {
         case $tool in cm_*) sleep 0.3 ;; esac
         echo "## xsock (host client): $xo $cc" >> "$log"
         host_fg "$cc" "$hl" || hrc=$?
-        [ $hrc = 0 ] || gx "sleep 2; pkill -f 'timeout 90 $sc' 2>/dev/null; true" > /dev/null 2>&1
+        # a server whose client failed may wait for ever (busybox has
+        # killall, not pkill)
+        prog=${sc%% *}
+        if [ $forever = 1 ]; then gx "sleep 0.5; killall $prog 2>/dev/null; true" > /dev/null 2>&1
+        elif [ $hrc != 0 ]; then gx "sleep 2; killall $prog 2>/dev/null; true" > /dev/null 2>&1; fi
         "$g" wait --name "$name" --timeout 90 "$job" > /dev/null 2>&1 || grc=$?
+        [ $forever = 1 ] && [ $grc = 143 ] && grc=0
     else
         sc=$(cmd_of "$tool" "$size" h srv "$port"); cc=$(cmd_of "$tool" "$size" g cli "$port")
         echo "## xsock (host server): $xo $sc" >> "$log"
@@ -293,8 +334,11 @@ run_one() {
         echo "## rxe (guest client): $cc" >> "$log"
         GX_TIMEOUT=70 gx "timeout 60 $cc > /host/$(basename "$gl") 2>&1" || grc=$?
         # a server whose client failed may wait for ever: 3 s, then it goes
-        if [ $grc != 0 ] && [ $loop = 0 ]; then sleep 3; kill "$hpid" 2>/dev/null; fi
+        if [ $loop = 0 ] && [ $forever = 1 ]; then sleep 0.5; kill "$hpid" 2>/dev/null
+        elif [ $grc != 0 ] && [ $loop = 0 ]; then sleep 3; kill "$hpid" 2>/dev/null; fi
+        if [ $loop = 1 ] && [ $forever = 1 ]; then gx "killall ${sc%% *} 2>/dev/null; true" > /dev/null 2>&1; fi
         host_wait "$hl" || hrc=$?
+        [ $forever = 1 ] && [ $hrc = 143 ] && hrc=0
     fi
     { echo "## xsock side (rc $hrc):"; cat "$hl" 2>/dev/null
       echo "## rxe side (rc $grc):"; cat "$gl" 2>/dev/null; } >> "$log"
@@ -313,6 +357,22 @@ run_one() {
                      grep -q 'test complete' "$cl" || { ok=0; note="size $size: ucmatose: no 'test complete'"; return; } ;;
         cm_rstream) r=$(awk 'NF >= 8 && $3 ~ /^[0-9]+$/ { l = $7 } END { print l }' "$cl")
                     r="${r:-?} Gb/s" ;;
+        cm_rdma_server|cm_rdma_xserver)
+            r="1 message each way"
+            grep -q 'end 0' "$cl" || { ok=0; note="the client did not end 0"; return; } ;;
+        cm_cmtime)
+            # every connection up and down: the step table, no event error
+            if grep -qE '^event:|error' "$cl" || ! grep -q '^disconnect' "$cl"; then
+                ok=0; note="cmtime: $(grep -E '^event:|error' "$cl" | head -n 1)"; return
+            fi
+            r="$size conns, connect $(awk '/^connect +:/ { print $3 }' "$cl") ms" ;;
+        cm_rcopy)
+            local want got
+            want=$(sha256sum < "$out/rc.src" | cut -c1-64)
+            if [ "$dir" = hc ] || [ $loop = 1 ]; then got=$(gx "sha256sum /tmp/rc.dst" 2>/dev/null | cut -c1-64)
+            else got=$(sha256sum < "$out/rc.dst" 2>/dev/null | cut -c1-64); fi
+            [ "$want" = "$got" ] || { ok=0; note="size $size: the copy differs (sha256 ${got:-none})"; return; }
+            r="copied, sha256 ok, $(grep -ho '= [0-9.]* Gb/sec' "$cl" | cut -c3-)" ;;
         cm_errpeer) errpeer_check "$hl" "$gl"; r=$ep_res
                     [ "$ep_bad" = 0 ] || { ok=0; note="$ep_res"; return; } ;;
         cm_atomic_bw) r=$(perftest_result 8 "$cl" | awk '{print $(NF-1) " MB/s"}') ;;
