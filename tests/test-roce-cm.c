@@ -8,7 +8,8 @@
  *   - rdma_reject with private data: REJECTED, status 28 (consumer defined);
  *   - nobody listening: REJECTED, status 8 (invalid service ID);
  *   - private data longer than the REQ/REP take: EINVAL; a second listener
- *     on a port: EADDRINUSE;
+ *     on a port: EADDRINUSE, but an IPv6 one with AFONLY beside an IPv4
+ *     one is fine;
  *   - the same between two processes (a fork child listens): the MADs reach
  *     their owner whichever process's socket on port 4791 gets them;
  *   - a process that exits with its connection up (no rdma_disconnect, no
@@ -191,6 +192,27 @@ static void passive(int port, enum passive_end how, int ready)
 	errno = 0;
 	CHECK(rdma_listen(l2, 4) == -1 && errno == EADDRINUSE);
 	rdma_destroy_id(l2);
+	/* IPv6 on the same port: with AFONLY beside the IPv4 listener (as
+	 * TCP: redis-server listens on 0.0.0.0 and [::] V6ONLY); without it
+	 * an IPv6 listener takes IPv4 too: EADDRINUSE */
+	{
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+					   .sin6_addr = IN6ADDR_ANY_INIT };
+		int one = 1;
+
+		REQUIRE(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP) == 0);
+		CHECK_EQ_U(rdma_set_option(l2, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one,
+					   sizeof(one)), 0);
+		CHECK_EQ_U(rdma_bind_addr(l2, (struct sockaddr *)&a6), 0);
+		CHECK_EQ_U(rdma_listen(l2, 4), 0);
+		rdma_destroy_id(l2);
+		REQUIRE(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP) == 0);
+		errno = 0;
+		CHECK(rdma_bind_addr(l2, (struct sockaddr *)&a6) == -1 ? errno == EADDRINUSE
+								       : rdma_listen(l2, 4) == -1 &&
+										 errno == EADDRINUSE);
+		rdma_destroy_id(l2);
+	}
 	if (ready >= 0)
 		CHECK(write(ready, "r", 1) == 1);
 	if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &e))

@@ -35,6 +35,17 @@ pair() {
     crc=$?
     wait $spid; src=$?
     if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+        # perftest's bw report, like its latency report, needs its cycle
+        # clock fitted against gettimeofday; on a loaded machine the fit
+        # fails (get_clock.c: "Correlation coefficient r^2: .. < 0.9",
+        # sample_get_cpu_mhz returns 0), perftest prints "Can't produce a
+        # report" and exits 1 after every iteration ran, -F or not (seen in
+        # CI's distcheck while a QEMU guest ran): the client must say so and
+        # neither end may report anything else going wrong
+        if grep -q 'Correlation coefficient r^2' "$XS_TMP.c" &&
+           ! grep -Eiq 'fail|error|couldn|unable|refused|timed out' "$XS_TMP.c" "$XS_TMP.s"; then
+            return 0
+        fi
         echo "FAIL $name: client rc $crc, server rc $src"; tail -40 "$XS_TMP.c"; tail -20 "$XS_TMP.s"; fail=1
         return 1
     fi
@@ -66,11 +77,11 @@ if command -v ib_send_bw >/dev/null 2>&1; then
             if grep -Eq '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c"; then
                 echo "ok $t: $(grep -E '^ *[0-9]+ +200 +[0-9.]+' "$XS_TMP.c" | head -1 | tr -s ' ')"
             elif grep -q 'Correlation coefficient r^2' "$XS_TMP.c"; then
-                # perftest's latency report needs its cycle clock calibrated
-                # against gettimeofday; on a loaded machine that fit fails
-                # (get_clock.c: r^2 < 0.9) and it prints no report, though
-                # both ends ran every iteration and exited 0
-                echo "ok $t: both ends exited 0; no report (perftest could not calibrate its clock under load)"
+                # perftest's reports need its cycle clock calibrated against
+                # gettimeofday; on a loaded machine that fit fails (get_clock.c:
+                # r^2 < 0.9) and it prints no report, though both ends ran
+                # every iteration (pair above)
+                echo "ok $t: every iteration ran; no report (perftest could not calibrate its clock under load)"
             else
                 echo "FAIL $t: no result line"; cat "$XS_TMP.c"; fail=1
             fi
@@ -89,6 +100,8 @@ if command -v ib_send_bw >/dev/null 2>&1; then
         if pair "$t" "ib_send_bw -R -q 4 -n 200" "ib_send_bw -R -q 4 -n 200 127.0.0.1"; then
             if grep -Eq '^ *65536 +[0-9]+ +[0-9.]+' "$XS_TMP.c"; then
                 echo "ok $t: $(grep -E '^ *65536 +[0-9]+ +[0-9.]+' "$XS_TMP.c" | head -1 | tr -s ' ')"
+            elif grep -q 'Correlation coefficient r^2' "$XS_TMP.c"; then
+                echo "ok $t: every iteration ran; no report (perftest could not calibrate its clock under load)"
             else
                 echo "FAIL $t: no result line"; cat "$XS_TMP.c"; fail=1
             fi

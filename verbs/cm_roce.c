@@ -22,6 +22,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -473,6 +476,33 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 	return 0;
 }
 
+static bool bindv6only;
+static pthread_once_t bindv6only_once = PTHREAD_ONCE_INIT;
+
+static void bindv6only_read(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	bindv6only = v != 0;
+}
+
+/* An AF_INET6 id takes IPv4 too unless AFONLY is set, and an id that never
+ * set it has the kernel's default, net.ipv6.bindv6only (cma.c:
+ * rdma_bind_addr). */
+static bool cm_roce_afonly(const struct cm_id *c)
+{
+	if (c->afonly >= 0)
+		return c->afonly;
+	pthread_once(&bindv6only_once, bindv6only_read);
+	return bindv6only;
+}
+
 int cm_roce_listen(struct cm_id *c)
 {
 	struct sockaddr_storage addr;
@@ -494,7 +524,8 @@ int cm_roce_listen(struct cm_id *c)
 	c->state = CM_LISTEN; /* before the engine: REQs may come at once */
 	cm_port_release(c);
 	pthread_mutex_unlock(&c->lock);
-	rc = xs_rcm_listen((struct sockaddr *)&addr, roce_cm_service_id(port), on_listen_event, c, &l);
+	rc = xs_rcm_listen((struct sockaddr *)&addr, cm_roce_afonly(c), roce_cm_service_id(port),
+			   on_listen_event, c, &l);
 	pthread_mutex_lock(&c->lock);
 	if (rc) {
 		c->state = CM_BOUND;

@@ -83,6 +83,14 @@ static uint32_t new_local_id(void)
 	return (uint32_t)xrcm.tag << 16 | xrcm.seq;
 }
 
+static void listener_close(struct xs_rcm_listener *l)
+{
+	for (int i = 0; i < 2; i++)
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+	free(l);
+}
+
 static void reset_after_fork(void)
 {
 	/* the parent's connections and thread are not ours: forget them
@@ -97,8 +105,7 @@ static void reset_after_fork(void)
 		struct xs_rcm_listener *l = xrcm.listeners;
 
 		xrcm.listeners = l->next;
-		close(l->fd);
-		free(l);
+		listener_close(l);
 	}
 	if (xrcm.fd4 >= 0)
 		close(xrcm.fd4);
@@ -188,12 +195,16 @@ static struct xs_rcm *find_local(uint32_t local_id)
 	return NULL;
 }
 
+/* The listener of sid for a REQ to local: one that takes local's family
+ * and is bound to the wildcard or to local. */
 static struct xs_rcm_listener *find_listener(uint64_t sid, const struct sockaddr_storage *local)
 {
+	int fam = local->ss_family == AF_INET ? 0 : 1;
 	struct xs_rcm_listener *l;
 
 	for (l = xrcm.listeners; l; l = l->next)
-		if (l->sid == sid && (xrcm_addr_any(&l->local) || xrcm_addr_eq(&l->local, local)))
+		if (l->sid == sid && l->fd[fam] >= 0 &&
+		    (xrcm_addr_any(&l->local) || xrcm_addr_eq(&l->local, local)))
 			return l;
 	return NULL;
 }
@@ -208,7 +219,8 @@ static void on_req(const uint8_t *mad, const struct roce_cm_msg *m,
 	char a[64];
 
 	if (!l) {
-		if (!forwarded && xrcm_forward(XRCM_SID, q->service_id, local, peer, mad))
+		if (!forwarded && xrcm_forward(local->ss_family == AF_INET ? XRCM_SID4 : XRCM_SID6,
+					       q->service_id, local, peer, mad))
 			return;
 		xs_log("roce cm: REQ from %s for service 0x%016llx: nobody listens (REJ invalid "
 		       "service ID)",
@@ -520,8 +532,10 @@ static void *loop_main(void *arg)
 		pf[n++] = (struct pollfd){ .fd = xrcm.fd4, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = xrcm.fd6, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = xrcm.fdu, .events = POLLIN };
-		for (l = xrcm.listeners; l && n < 64; l = l->next)
-			pf[n++] = (struct pollfd){ .fd = l->fd, .events = POLLIN };
+		for (l = xrcm.listeners; l && n < 63; l = l->next)
+			for (i = 0; i < 2; i++)
+				if (l->fd[i] >= 0)
+					pf[n++] = (struct pollfd){ .fd = l->fd[i], .events = POLLIN };
 		pthread_mutex_unlock(&xrcm.mu);
 		if (p.cb) {
 			run_pending(&p);
@@ -560,22 +574,31 @@ static void wait_cb(const void *who)
 		pthread_cond_wait(&xrcm.cv, &xrcm.mu);
 }
 
-int xs_rcm_listen(const struct sockaddr *local, uint64_t service_id, xs_rcm_cb cb, void *ctx,
-		  struct xs_rcm_listener **out)
+int xs_rcm_listen(const struct sockaddr *local, bool afonly, uint64_t service_id, xs_rcm_cb cb,
+		  void *ctx, struct xs_rcm_listener **out)
 {
 	struct xs_rcm_listener *l = calloc(1, sizeof(*l));
+	bool v6 = local->sa_family == AF_INET6;
 	int rc;
 
 	if (!l)
 		return -ENOMEM;
+	l->fd[0] = l->fd[1] = -1;
 	pthread_mutex_lock(&xrcm.mu);
 	rc = start();
-	if (!rc) {
-		l->fd = xrcm_unix_bind(XRCM_SID, service_id);
-		rc = l->fd < 0 ? l->fd : 0;
+	if (!rc && (!v6 || !afonly)) {
+		l->fd[0] = xrcm_unix_bind(XRCM_SID4, service_id);
+		rc = l->fd[0] < 0 ? l->fd[0] : 0;
+	}
+	if (!rc && v6) {
+		l->fd[1] = xrcm_unix_bind(XRCM_SID6, service_id);
+		rc = l->fd[1] < 0 ? l->fd[1] : 0;
 	}
 	if (rc) {
 		pthread_mutex_unlock(&xrcm.mu);
+		for (int i = 0; i < 2; i++)
+			if (l->fd[i] >= 0)
+				close(l->fd[i]);
 		free(l);
 		return rc;
 	}
@@ -608,10 +631,9 @@ void xs_rcm_unlisten(struct xs_rcm_listener *l)
 	wait_cb(l);
 	(void)!eventfd_write(xrcm.wake, 1);
 	pthread_mutex_unlock(&xrcm.mu);
-	/* the engine may still poll the number once; it reads only from
-	 * listed fds (fwd_fd_live), and this one is not listed any more */
-	close(l->fd);
-	free(l);
+	/* the engine may still poll the numbers once; it reads only from
+	 * listed fds (fwd_fd_live), and these are not listed any more */
+	listener_close(l);
 }
 
 int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, struct xs_rcm **out)

@@ -21,6 +21,7 @@
 #ifndef XS_ROCE_CM_H
 #define XS_ROCE_CM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -74,9 +75,11 @@ struct xs_rcm_rep_args {
 	size_t pdata_len; /* <= ROCE_CM_REP_PDATA */
 };
 
-/* Listen for REQs of service_id on local (the wildcard: any address). */
-int xs_rcm_listen(const struct sockaddr *local, uint64_t service_id, xs_rcm_cb cb, void *ctx,
-		  struct xs_rcm_listener **out);
+/* Listen for REQs of service_id on local (the wildcard: any address).  An
+ * AF_INET6 local takes IPv4 REQs too unless afonly (RDMA_OPTION_ID_AFONLY);
+ * -EADDRINUSE if a family it would take has a listener on the service. */
+int xs_rcm_listen(const struct sockaddr *local, bool afonly, uint64_t service_id, xs_rcm_cb cb,
+		  void *ctx, struct xs_rcm_listener **out);
 /* No callback for l after this returns. */
 void xs_rcm_unlisten(struct xs_rcm_listener *l);
 

@@ -114,9 +114,9 @@ static socklen_t unix_name(struct sockaddr_un *un, enum xrcm_name kind, uint64_t
 
 	memset(un, 0, sizeof(*un));
 	un->sun_family = AF_UNIX;
-	if (kind == XRCM_SID)
-		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-sid-%016llx",
-			     (unsigned long long)v);
+	if (kind == XRCM_SID4 || kind == XRCM_SID6)
+		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-sid%c-%016llx",
+			     kind == XRCM_SID4 ? '4' : '6', (unsigned long long)v);
 	else
 		n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rcm-%04x",
 			     (unsigned)v);
@@ -311,7 +311,7 @@ static bool fwd_fd_live(int fd)
 	if (fd == xrcm.fdu)
 		return true;
 	for (l = xrcm.listeners; l; l = l->next)
-		if (l->fd == fd)
+		if (l->fd[0] == fd || l->fd[1] == fd)
 			return true;
 	return false;
 }

@@ -56,11 +56,16 @@ struct xs_rcm {
 	void *ctx;
 };
 
+/* A listener takes IPv4 REQs, IPv6 REQs or both (an AF_INET6 listener
+ * without AFONLY, as the kernel's rdma_cm: cma_check_port); each family it
+ * takes is an abstract name of its own, so that one process or two can
+ * listen on a port with AF_INET and AF_INET6 (AFONLY) at once, as TCP
+ * (redis-server listens on 0.0.0.0 and [::] with IPV6_V6ONLY). */
 struct xs_rcm_listener {
 	struct xs_rcm_listener *next;
 	uint64_t sid;
 	struct sockaddr_storage local; /* the wildcard: any */
-	int fd; /* the abstract name that makes the service ours */
+	int fd[2]; /* the names that make the service ours: [0] IPv4, [1] IPv6; -1: not taken */
 	xs_rcm_cb cb;
 	void *ctx;
 };
@@ -96,8 +101,9 @@ const char *xrcm_addr_str(const struct sockaddr_storage *ss, char *buf, size_t l
  * The fd or -errno. */
 int xrcm_udp_open(int family);
 
-/* The abstract names: a listener's service (sid) or a process's tag. */
-enum xrcm_name { XRCM_SID, XRCM_TAG };
+/* The abstract names: a listener's service (sid) for IPv4 or IPv6 REQs,
+ * or a process's tag. */
+enum xrcm_name { XRCM_SID4, XRCM_SID6, XRCM_TAG };
 /* A datagram socket bound to the name: the fd, -EADDRINUSE if taken. */
 int xrcm_unix_bind(enum xrcm_name kind, uint64_t v);
 /* Pass a MAD on to the owner named; false if nobody has the name. */
