@@ -10,7 +10,11 @@
 #   b) the same server kind with plain redis-cli/redis-benchmark clients
 #      (the mixed listener): no MPA Request from them on the wire;
 #   c) plain server and clients: the reference for the requests/s ratios
-#      printed for SET and GET (informational, not checked).
+#      printed for SET and GET (informational, not checked);
+#   d) server and clients under `xsock-run --iwarp --roce` (the sockets
+#      carried over RoCE v2, xsock(7) IWARP_MODE SOCKETS OVER ROCE), the
+#      server with redis' default bind (0.0.0.0 and [::] with IPV6_V6ONLY on
+#      one port: two RoCE CM listeners); the benchmark and the data.
 # With tcpdump and root, a) must show the MPA Request and Reply, b) none.
 # Exit 77 only if redis is not installed.
 set -u
@@ -25,14 +29,25 @@ xs_capture_ok "redis data and shutdown"
 fail=0
 n=10000 # requests per benchmark test
 
-# start_redis NAME RUN: a server on a free port ($port), its pid in $rpid
+# start_redis NAME RUN [BIND]: a server on a free port ($port), its pid in
+# $rpid; BIND: redis' --bind (127.0.0.1; "default": redis' own, * and -::*)
 start_redis() {
     port=$(xs_free_port)
     rm -f "$tmp/$1.pid"
-    $2 timeout 120 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    bind="--bind ${3:-127.0.0.1}"
+    [ "${3:-}" = default ] && bind=
+    # shellcheck disable=SC2086 # $bind: none or two words
+    $2 timeout 120 redis-server --port "$port" $bind --save '' --appendonly no \
         --daemonize no --pidfile "$tmp/$1.pid" >"$tmp/$1.srv" 2>&1 &
     srv=$!
-    xs_wait_listen "$port" || { echo "FAIL $1: server did not listen"; cat "$tmp/$1.srv"; fail=1; }
+    if [ "$2" = roce_run ]; then
+        # over RoCE a listener is the CM's, with no TCP socket to see
+        i=0
+        while ! grep -q 'Ready to accept' "$tmp/$1.srv" && [ $i -lt 200 ]; do i=$((i + 1)); sleep 0.05; done
+        grep -q 'Ready to accept' "$tmp/$1.srv" || { echo "FAIL $1: server not ready"; cat "$tmp/$1.srv"; fail=1; }
+    else
+        xs_wait_listen "$port" || { echo "FAIL $1: server did not listen"; cat "$tmp/$1.srv"; fail=1; }
+    fi
     i=0
     while [ ! -s "$tmp/$1.pid" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.05; done
     rpid=$(cat "$tmp/$1.pid" 2>/dev/null)
@@ -113,6 +128,10 @@ data() {
     fi
 }
 
+roce_run() {
+    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp --roce "$@"
+}
+
 t0=$(date +%s)
 # a) all iWARP
 start_redis a iwarp_run
@@ -129,6 +148,12 @@ bench b plain_run set,get
 data b plain_run
 capture_end b plain
 term_redis b
+
+# d) all over RoCE v2
+start_redis d roce_run default
+bench d roce_run set,get
+data d roce_run
+term_redis d
 
 # c) plain reference
 start_redis c plain_run
