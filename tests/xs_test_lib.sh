@@ -63,11 +63,13 @@ xs_need_capture() {
 
 # Captures on lo for the tshark tests: xs_capture_start PCAP LOG PORT starts
 # tcpdump (bounded wait until it listens; sets xs_tdpid), xs_capture_stop LOG
-# ends it and fails (returns 1) if the kernel dropped packets.
+# ends it once everything sent before it is in the file, and fails (returns
+# 1) if the kernel dropped packets.
 xs_tdpid=
 xs_tdpcap=
+xs_tdport=
 xs_capture_start() {
-    xs_tdpcap=$1
+    xs_tdpcap=$1 xs_tdport=$3
     tcpdump -i lo -U --immediate-mode -B 65536 -s 0 -w "$1" "tcp port $3" 2>"$2" &
     xs_tdpid=$!
     i=0
@@ -78,13 +80,21 @@ xs_capture_start() {
     return 0
 }
 xs_capture_stop() {
-    # tcpdump may lag behind on a loaded machine: stop it once the capture
-    # file has not grown for 0.4 s (at most 10 s), not after a fixed pause
-    last=-1 same=0 i=0
-    while [ $same -lt 2 ] && [ $i -lt 50 ]; do
+    # tcpdump may lag far behind on a loaded machine, and packets still in
+    # the kernel's ring when it gets SIGINT are lost without a count (a
+    # 0.4 s stall once lost a whole capture while a QEMU guest ran): send a
+    # marker after the test's traffic, a connect from a port of our own to
+    # the captured port (which the kernel answers with RST when nothing
+    # listens there any more), and stop once the marker is in the file: the
+    # capture is in order, so everything before it is there too (at most
+    # 20 s, then as before)
+    sport=$(python3 -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); sys.stdout.flush()
+s.settimeout(1); s.connect_ex(("127.0.0.1", int(sys.argv[1])))' "$xs_tdport" 2>/dev/null)
+    i=0
+    while [ -n "$sport" ] && [ $i -lt 100 ] &&
+        [ "$(tcpdump -nn -r "$xs_tdpcap" "tcp and port $sport" 2>/dev/null | wc -l)" = 0 ]; do
         sleep 0.2; i=$((i + 1))
-        size=$(stat -c %s "$xs_tdpcap" 2>/dev/null || echo 0)
-        if [ "$size" = "$last" ]; then same=$((same + 1)); else same=0; last=$size; fi
     done
     kill -INT "$xs_tdpid"; wait "$xs_tdpid" 2>/dev/null; xs_tdpid=
     if grep -q "dropped by kernel" "$1" && ! grep -q "^0 packets dropped by kernel" "$1"; then
