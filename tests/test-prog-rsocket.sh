@@ -93,14 +93,23 @@ else
     echo "FAIL riostream: server did not listen"; xs_reap $srv; srv=; fail=1
 fi
 
+# rcopy NAME DEST: an rcopy server, then a client copying $tmp/src to
+# DEST; $crc is the client's status, $tmp/NAME.cli and .srv the output
+rcopy_run() {
+    port=$(xs_free_port)
+    (cd "$tmp" && exec timeout 40 "$x" rcopy -p "$port") >"$tmp/$1.srv" 2>&1 &
+    srv=$!
+    if ! xs_wait_listen "$port"; then
+        echo "FAIL $1: server did not listen"; fail=1; xs_reap $srv; srv=; return 1
+    fi
+    timeout 30 "$x" rcopy "$tmp/src" "127.0.0.1:$2" -p "$port" >"$tmp/$1.cli" 2>&1
+    crc=$?
+    return 0
+}
+
 # rcopy: a random file, compared
 head -c 3145728 /dev/urandom >"$tmp/src"
-port=$(xs_free_port)
-(cd "$tmp" && exec timeout 40 "$x" rcopy -p "$port") >"$tmp/rcopy.srv" 2>&1 &
-srv=$!
-if xs_wait_listen "$port"; then
-    timeout 30 "$x" rcopy "$tmp/src" "127.0.0.1:$tmp/dst" -p "$port" >"$tmp/rcopy.cli" 2>&1
-    crc=$?
+if rcopy_run rcopy "$tmp/dst"; then
     i=0
     while ! grep -q "closing...done" "$tmp/rcopy.srv" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     if [ $crc -eq 0 ] && cmp -s "$tmp/src" "$tmp/dst"; then
@@ -108,32 +117,23 @@ if xs_wait_listen "$port"; then
     else
         echo "FAIL rcopy: rc $crc or the copy differs"; xs_tail "$tmp/rcopy.cli"; xs_tail "$tmp/rcopy.srv"; fail=1
     fi
-else
-    echo "FAIL rcopy: server did not listen"; fail=1
+    xs_reap $srv; srv=
 fi
-xs_reap $srv; srv=
 
 # rcopy to a FIFO: "error mapping file" on the server, which closes; the
 # client's sends fail as rsockets' do (ECONNRESET, no SIGPIPE)
 mkfifo "$tmp/fifo"
-port=$(xs_free_port)
-(cd "$tmp" && exec timeout 40 "$x" rcopy -p "$port") >"$tmp/rcopy2.srv" 2>&1 &
-srv=$!
-if xs_wait_listen "$port"; then
-    timeout 30 "$x" rcopy "$tmp/src" "127.0.0.1:$tmp/fifo" -p "$port" >"$tmp/rcopy2.cli" 2>&1
-    crc=$?
+if rcopy_run rcopy-fifo "$tmp/fifo"; then
     # rcopy exits with its negative return (200, 184: an errno); 124 is
     # timeout's, 129-159 a signal's
     if [ $crc -ne 0 ] && [ $crc -ne 124 ] && { [ $crc -lt 129 ] || [ $crc -gt 159 ]; }; then
         echo "ok rcopy to a FIFO: the client reports the server's hang-up (rc $crc)"
     else
         echo "FAIL rcopy to a FIFO: client rc $crc (141: SIGPIPE; 124: hung)"
-        xs_tail "$tmp/rcopy2.cli"; xs_tail "$tmp/rcopy2.srv"; fail=1
+        xs_tail "$tmp/rcopy-fifo.cli"; xs_tail "$tmp/rcopy-fifo.srv"; fail=1
     fi
-else
-    echo "FAIL rcopy to a FIFO: server did not listen"; fail=1
+    xs_reap $srv; srv=
 fi
-xs_reap $srv; srv=
 
 # rdma-core's librspreload.so is not checked: python3's sockets carry
 # SOCK_CLOEXEC, which rsocket() refuses as librdmacm does (kernel sockets

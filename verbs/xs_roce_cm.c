@@ -847,6 +847,18 @@ int xs_rcm_disconnect(struct xs_rcm *r)
 	return rc;
 }
 
+/* The owner is done with r (mu held): an established connection gets its
+ * DREQ, a handshake its REJ, as cm.c: cm_destroy_id. */
+static void end_locked(struct xs_rcm *r)
+{
+	if (r->state == S_EST || r->state == S_REP_SENT)
+		disconnect_locked(r);
+	else if (r->state == S_REQ_RCVD)
+		reject_locked(r, ROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+	else if (r->state == S_REQ_SENT || r->state == S_REP_RCVD)
+		reject_locked(r, ROCE_CM_REJ_TIMEOUT, NULL, 0);
+}
+
 void xs_rcm_put(struct xs_rcm *r)
 {
 	pthread_mutex_lock(&xrcm.mu);
@@ -854,12 +866,7 @@ void xs_rcm_put(struct xs_rcm *r)
 		pthread_mutex_unlock(&xrcm.mu);
 		return;
 	}
-	if (r->state == S_EST || r->state == S_REP_SENT)
-		disconnect_locked(r);
-	else if (r->state == S_REQ_RCVD)
-		reject_locked(r, ROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
-	else if (r->state == S_REQ_SENT || r->state == S_REP_RCVD)
-		reject_locked(r, ROCE_CM_REJ_TIMEOUT, NULL, 0);
+	end_locked(r);
 	r->owned = false;
 	r->cb = NULL;
 	wait_cb(r);
@@ -891,16 +898,9 @@ static void exit_wait(void)
 		pthread_mutex_unlock(&xrcm.mu);
 		return;
 	}
-	for (r = xrcm.conns; r; r = r->next) {
-		if (!r->owned)
-			continue;
-		if (r->state == S_EST || r->state == S_REP_SENT)
-			disconnect_locked(r);
-		else if (r->state == S_REQ_RCVD)
-			reject_locked(r, ROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
-		else if (r->state == S_REQ_SENT || r->state == S_REP_RCVD)
-			reject_locked(r, ROCE_CM_REJ_TIMEOUT, NULL, 0);
-	}
+	for (r = xrcm.conns; r; r = r->next)
+		if (r->owned)
+			end_locked(r);
 	while (waiting && (now = xs_now_ms()) < end) {
 		bool again = now >= resend;
 

@@ -141,6 +141,8 @@ fi
 # Both ends use a path MTU of 1024: rxe's active MTU for the 1500-byte tap
 # (perftest would otherwise take each port's own active MTU).
 mtu=1024
+# pick SERVER CLIENT: the command line of cmd_of's role
+pick() { if [ "$role" = srv ]; then echo "$1"; else echo "$2"; fi; }
 # cmd_of TOOL SIZE SIDE(g|h) ROLE(srv|cli) PORT -> the command line
 cmd_of() {
     local tool=$1 size=$2 side=$3 role=$4 port=$5 dev idx peer n  # $6: iterations
@@ -155,11 +157,11 @@ cmd_of() {
             n=10; [ "$size" -ge 65535 ] && n=4
             [ $soak = 1 ] && n=$((n * 10))
             # -V: the client verifies what it reads back; -v: one line a ping
-            if [ "$role" = srv ]; then echo "rping -s -a $bind -p $port -C $n -V -S $size"
-            else echo "rping -c -a $peer -p $port -C $n -V -v -S $size"; fi ;;
+            pick "rping -s -a $bind -p $port -C $n -V -S $size" \
+                 "rping -c -a $peer -p $port -C $n -V -v -S $size" ;;
         cm_ucmatose)
-            if [ "$role" = srv ]; then echo "ucmatose -b $bind -p $port -c 10 -C 20 -S $size"
-            else echo "ucmatose -s $peer -p $port -c 10 -C 20 -S $size"; fi ;;
+            pick "ucmatose -b $bind -p $port -c 10 -C 20 -S $size" \
+                 "ucmatose -s $peer -p $port -c 10 -C 20 -S $size" ;;
         cm_rstream)
             # counts as matrix.sh's; -T v: both sides verify.  The xsock half
             # is the plain-sockets program (-T s, carried by libxsock: the
@@ -168,22 +170,22 @@ cmd_of() {
             n=100; [ "$size" -ge 4096 ] && n=50; [ "$size" -ge 65536 ] && n=20; [ "$size" -ge 1048576 ] && n=4
             local mode="-B 8388608"
             [ "$side" = h ] && [ $loop = 0 ] && mode="-T s"
-            if [ "$role" = srv ]; then echo "rstream -b $bind -p $port -S $size -C $n -T v $mode"
-            else echo "rstream -s $peer -p $port -S $size -C $n -T v $mode"; fi ;;
+            pick "rstream -b $bind -p $port -S $size -C $n -T v $mode" \
+                 "rstream -s $peer -p $port -S $size -C $n -T v $mode" ;;
         cm_rdma_server)
             # librdmacm's synchronous calls (rdma_create_ep, rdma_get_request,
             # rdma_post_send/recv): one message each way
-            if [ "$role" = srv ]; then echo "rdma_server -s $bind -p $port"
-            else echo "rdma_client -s $peer -p $port"; fi ;;
+            pick "rdma_server -s $bind -p $port" \
+                 "rdma_client -s $peer -p $port" ;;
         cm_rdma_xserver)
             # the same with -c r (RC; XRC, its other mode, is not carried)
-            if [ "$role" = srv ]; then echo "rdma_xserver -c r -p $port"
-            else echo "rdma_xclient -c r -s $peer -p $port"; fi ;;
+            pick "rdma_xserver -c r -p $port" \
+                 "rdma_xclient -c r -s $peer -p $port" ;;
         cm_cmtime)
             # SIZE connections set up at once, then torn down; its server
             # never exits (the cell stops it)
-            if [ "$role" = srv ]; then echo "cmtime -b $bind -p $port -c $size"
-            else echo "cmtime -s $peer -p $port -c $size"; fi ;;
+            pick "cmtime -b $bind -p $port -c $size" \
+                 "cmtime -s $peer -p $port -c $size" ;;
         cm_rcopy)
             # rsockets' file copy: the server maps the destination (the
             # guest's /tmp: its /host share cannot be mapped shared) and
@@ -191,13 +193,13 @@ cmd_of() {
             local src=$out/rc.src dst=/tmp/rc.dst
             { [ "$side" = g ] || [ $loop = 1 ]; } && src=/host/rc.src
             [ "$side" = g ] && [ $loop = 0 ] && dst=$out/rc.dst
-            if [ "$role" = srv ]; then echo "rcopy -p $port"
-            else echo "rcopy $src $peer:$dst -p $port"; fi ;;
+            pick "rcopy -p $port" \
+                 "rcopy $src $peer:$dst -p $port" ;;
         cm_errpeer)
             local ep=/host/iw-errpeer
             [ "$side" = h ] && [ $loop = 0 ] && ep=$out/iw-errpeer
-            if [ "$role" = srv ]; then echo "$ep --roce --server -a $bind -p $port"
-            else echo "$ep --roce --client -a $peer -p $port"; fi ;;
+            pick "$ep --roce --server -a $bind -p $port" \
+                 "$ep --roce --client -a $peer -p $port" ;;
         cm_*)
             # perftest -R: the connection by rdma_cm; -d and -x as without
             n=20; [ "$size" = 65536 ] && n=8
