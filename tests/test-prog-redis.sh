@@ -14,7 +14,9 @@
 #   d) server and clients under `xsock-run --iwarp --roce` (the sockets
 #      carried over RoCE v2, xsock(7) IWARP_MODE SOCKETS OVER ROCE), the
 #      server with redis' default bind (0.0.0.0 and [::] with IPV6_V6ONLY on
-#      one port: two RoCE CM listeners); the benchmark and the data.
+#      one port: two RoCE CM listeners); the benchmark and the data, then
+#      plain clients against the same server (the mixed listener over RoCE:
+#      the port's TCP listener serves them).
 # With tcpdump and root, a) must show the MPA Request and Reply, b) none.
 # Exit 77 only if redis is not installed.
 set -u
@@ -153,6 +155,8 @@ term_redis b
 start_redis d roce_run default
 bench d roce_run set,get
 data d roce_run
+bench d-plain plain_run set,get
+data d-plain plain_run
 term_redis d
 
 # c) plain reference

@@ -32,6 +32,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -373,6 +375,48 @@ static void cm_plain_cb(void *ctx, int fd)
 	}
 }
 
+/* A mixed listener over RoCE: its RoCE clients come through the IB CM, so
+ * a TCP client of its port is a plain one (or an iWARP one, refused with an
+ * MPA Reject: the listener's QPs are RoCE's) (engine thread). */
+static void cm_roce_refuse_mpa(void *ctx, struct xs_conn *conn, const struct mpa_frame *req)
+{
+	(void)ctx;
+	(void)req;
+	xs_log("mixed listener over RoCE: an iWARP client refused (MPA Reject)");
+	xs_tp_iwarp.reject(conn, NULL, 0);
+	xs_tp_iwarp.put(conn);
+}
+
+/* The TCP half of a mixed listener over RoCE (xsock(7) IWARP_MODE SOCKETS
+ * OVER ROCE): the port's TCP listener, whose plain clients are queued as
+ * over iWARP.  Without it (the TCP port taken) the RoCE listener still
+ * works: said under XSOCK_DEBUG, not an error. */
+static void cm_roce_plain_listen(struct cm_id *c, int backlog)
+{
+	struct sockaddr_storage addr;
+	struct xs_listener *xl;
+
+	pthread_mutex_lock(&c->lock);
+	addr = c->id.route.addr.src_storage;
+	pthread_mutex_unlock(&c->lock);
+	xl = xs_tp_iwarp.listen((struct sockaddr *)&addr, cm_sa_len((struct sockaddr *)&addr),
+				backlog > 0 ? backlog : 128, c->afonly, cm_roce_refuse_mpa,
+				cm_plain_cb, c);
+	if (!xl) {
+		xs_log("mixed listener over RoCE: no TCP listener on port %u (%s): RoCE clients only",
+		       ntohs(xs_sa_port((struct sockaddr *)&addr)), strerror(errno));
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!c->destroyed && c->state == CM_LISTEN && !c->listener) {
+		c->listener = xl; /* closed with the id (cm_destroy) */
+		xl = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (xl)
+		xs_tp_iwarp.listener_close(xl);
+}
+
 /* libxsock's IWARP_MODE listeners (xs_priv_abi.h). */
 XS_EXPORT int xsock_priv_listen_mixed(struct rdma_cm_id *id)
 {
@@ -417,8 +461,13 @@ XS_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return cm_err(EINVAL);
 	}
 	if (c->roce) {
+		bool mixed = c->mixed && xs_config()->classify_ms;
+
 		pthread_mutex_unlock(&c->lock);
-		return cm_roce_listen(c);
+		rc = cm_roce_listen(c);
+		if (!rc && mixed)
+			cm_roce_plain_listen(c, backlog);
+		return rc;
 	}
 	addr = id->route.addr.src_storage;
 	c->state = CM_LISTEN; /* before xs_listen: requests may arrive at once */
