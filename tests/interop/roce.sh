@@ -495,7 +495,15 @@ run_cell() { # run_cell NAME DIR TOOL SIZES
                      awk -v g="$gaddr" "$cmnames"'{ v = tolower($2); sub(/^0x0*/, "", v)
                           k = ($1 == g ? "rxe" : "xsock") ":" (v in an ? an[v] : "0x" v); c[k]++ }
                           END { for (k in c) printf "%s=%d\n", k, c[k] }' | sort | tr '\n' ' ')
-              note="$note${note:+; }CM MADs: ${mads:-none}" ;;
+              note="$note${note:+; }CM MADs: ${mads:-none}"
+              # every DREQ rxe sends gets xsock's DREP (a crossing DREQ of
+              # xsock's may go without rxe's: cm.c:2909-2914)
+              local dq dp
+              dq=$(echo "$mads" | tr ' ' '\n' | awk -F= '$1 == "rxe:DREQ" { print $2 }')
+              dp=$(echo "$mads" | tr ' ' '\n' | awk -F= '$1 == "xsock:DREP" { print $2 }')
+              if [ "${dq:-0}" -gt "${dp:-0}" ]; then
+                  ok=0; note="$note; rxe sent ${dq} DREQs, xsock ${dp:-0} DREPs"
+              fi ;;
     esac
     { echo "## capture: $npk RoCE packets, $mal malformed/error, $bad bad ICRC, ${naks:-no NAKs}"
       echo "## opcodes: $counts"; echo "## CM MADs: ${mads:-none}"; } >> "$log"
