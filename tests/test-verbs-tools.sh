@@ -122,4 +122,30 @@ if command -v ib_send_bw >/dev/null 2>&1; then
 else
     echo "skip perftest (not installed)"
 fi
+
+# cmtime over RoCE between two processes: 100 connections set up at once
+# and torn down, every CM MAD through port 4791 (shared by both processes'
+# CM sockets and every QP's receive socket).  A REQ a QP's socket took
+# before it was connected, or a MAD passed on to a process whose queue was
+# full, once became a REJ (invalid comm ID / service ID) that crashed
+# cmtime's server (a REJECTED event on a passive id) and failed the rest.
+# cmtime's server never exits: it must still be there at the end.
+if command -v cmtime >/dev/null 2>&1; then
+    port=$(xs_free_port)
+    timeout 60 "$XS_RUN" --roce cmtime -b 127.0.0.1 -p "$port" -c 100 >"$XS_TMP.s" 2>&1 &
+    spid=$!
+    sleep 1 # over RoCE a listener has no TCP socket to wait for
+    timeout 50 "$XS_RUN" --roce cmtime -s 127.0.0.1 -p "$port" -c 100 >"$XS_TMP.c" 2>&1
+    crc=$?
+    if [ $crc -eq 0 ] && kill -0 $spid 2>/dev/null && ! grep -q '^event:' "$XS_TMP.c" &&
+        grep -q '^disconnect' "$XS_TMP.c"; then
+        echo "ok cmtime -c 100 over RoCE: connect $(awk '/^connect +:/ { print $3 }' "$XS_TMP.c") ms"
+    else
+        echo "FAIL cmtime -c 100 over RoCE: client rc $crc, server $(kill -0 $spid 2>/dev/null && echo up || echo gone)"
+        grep -v '^ *$' "$XS_TMP.c" | tail -8; tail -5 "$XS_TMP.s"; fail=1
+    fi
+    xs_reap $spid
+else
+    echo "skip cmtime (rdmacm-utils missing)"
+fi
 exit $fail

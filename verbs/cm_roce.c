@@ -243,6 +243,15 @@ static void on_event(void *ctx, const struct xs_rcm_event *ev)
 	struct cm_id *c = ctx;
 	struct cm_event *e;
 
+	/* The REP (or a REJ) may come before rdma_connect has stored what
+	 * xs_rcm_connect returned (the engine thread runs as soon as the REQ
+	 * is out): the event names it.  Between two xsock processes on one
+	 * host, redis-benchmark's 50 connections met it (UBSan: xs_rcm_rtu on
+	 * NULL). */
+	pthread_mutex_lock(&c->lock);
+	if (!c->rcm && !c->destroyed)
+		c->rcm = ev->rcm;
+	pthread_mutex_unlock(&c->lock);
 	if (ev->type == XS_RCM_EV_REP) {
 		on_rep(c, ev);
 		return;

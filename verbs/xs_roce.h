@@ -11,6 +11,7 @@
 #ifndef XS_ROCE_H
 #define XS_ROCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -31,6 +32,14 @@ struct xs_roce_req_attr {
 	uint8_t retry_cnt, rnr_retry; /* 7: infinite */
 	uint16_t ird, ord; /* as the QP has them (tp->params) */
 };
+
+/* Who takes a datagram a QP's receive socket got before it was connected
+ * (a MAD for the CM: xs_roce_conn.c, rx_sweep); set once by the CM at load
+ * (xs_roce_cm.c), unset (dropped) where there is none (tests of the
+ * engine alone).  Any thread. */
+typedef void (*xs_roce_stray_fn)(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
+				 const struct sockaddr_storage *local);
+void xs_roce_set_stray(xs_roce_stray_fn fn);
 
 /* RTR: -EADDRNOTAVAIL (local address not ours), -EINVAL, -ENOMEM, or the
  * socket calls' errors. */

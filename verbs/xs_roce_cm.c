@@ -29,6 +29,7 @@
 
 #include "roce/roce.h"
 #include "util/xs_clock.h"
+#include "verbs/xs_roce.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_roce_cm_priv.h"
 
@@ -183,7 +184,22 @@ struct pending {
 	xs_rcm_cb cb;
 	void *ctx;
 	const void *who;
+	/* or a MAD for another process: passed on once mu is released */
+	bool fwd;
+	enum xrcm_name fwd_kind;
+	uint64_t fwd_v;
 };
+
+static void no_owner(const struct roce_cm_msg *m, const struct sockaddr_storage *local,
+		     const struct sockaddr_storage *peer);
+
+/* Pass the MAD on to the process named, after mu (dispatch). */
+static void pass_on(struct pending *out, enum xrcm_name kind, uint64_t v)
+{
+	out->fwd = true;
+	out->fwd_kind = kind;
+	out->fwd_v = v;
+}
 
 static struct xs_rcm *find_local(uint32_t local_id)
 {
@@ -209,9 +225,8 @@ static struct xs_rcm_listener *find_listener(uint64_t sid, const struct sockaddr
 	return NULL;
 }
 
-static void on_req(const uint8_t *mad, const struct roce_cm_msg *m,
-		   const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
-		   bool forwarded, struct pending *out)
+static void on_req(const struct roce_cm_msg *m, const struct sockaddr_storage *local,
+		   const struct sockaddr_storage *peer, bool forwarded, struct pending *out)
 {
 	const struct roce_cm_req *q = &m->u.req;
 	struct xs_rcm_listener *l = find_listener(q->service_id, local);
@@ -219,14 +234,11 @@ static void on_req(const uint8_t *mad, const struct roce_cm_msg *m,
 	char a[64];
 
 	if (!l) {
-		if (!forwarded && xrcm_forward(local->ss_family == AF_INET ? XRCM_SID4 : XRCM_SID6,
-					       q->service_id, local, peer, mad))
-			return;
-		xs_log("roce cm: REQ from %s for service 0x%016llx: nobody listens (REJ invalid "
-		       "service ID)",
-		       xrcm_addr_str(peer, a, sizeof(a)), (unsigned long long)q->service_id);
-		send_rej_raw(local, peer, m->hdr.tid, q->local_comm_id, ROCE_CM_MSG_REQ,
-			     ROCE_CM_REJ_INVALID_SERVICE_ID);
+		if (forwarded)
+			no_owner(m, local, peer);
+		else
+			pass_on(out, local->ss_family == AF_INET ? XRCM_SID4 : XRCM_SID6,
+				q->service_id);
 		return;
 	}
 	for (r = xrcm.conns; r; r = r->next) {
@@ -310,6 +322,37 @@ static void send_drep_raw(const struct roce_cm_msg *m, const struct sockaddr_sto
 	xrcm_send_mad(local, peer, mad);
 }
 
+/* A MAD nobody here or elsewhere owns, answered as the kernel would: a REQ
+ * with REJ invalid service ID, a DREQ with a DREP (cm_issue_drep), a REP
+ * with REJ invalid comm ID; anything else is dropped (engine thread, mu
+ * held or not). */
+static void no_owner(const struct roce_cm_msg *m, const struct sockaddr_storage *local,
+		     const struct sockaddr_storage *peer)
+{
+	char a[64];
+
+	switch (m->hdr.attr_id) {
+	case ROCE_CM_ATTR_REQ:
+		xs_log("roce cm: REQ from %s for service 0x%016llx: nobody listens (REJ invalid "
+		       "service ID)",
+		       xrcm_addr_str(peer, a, sizeof(a)), (unsigned long long)m->u.req.service_id);
+		send_rej_raw(local, peer, m->hdr.tid, m->u.req.local_comm_id, ROCE_CM_MSG_REQ,
+			     ROCE_CM_REJ_INVALID_SERVICE_ID);
+		break;
+	case ROCE_CM_ATTR_DREQ:
+		send_drep_raw(m, local, peer);
+		break;
+	case ROCE_CM_ATTR_REP:
+		send_rej_raw(local, peer, m->hdr.tid, m->u.rep.local_comm_id, ROCE_CM_MSG_REP,
+			     ROCE_CM_REJ_INVALID_COMM_ID);
+		break;
+	default:
+		xs_log("roce cm: %s for unknown comm ID 0x%08x dropped",
+		       roce_cm_attr_str(m->hdr.attr_id), m->u.rtu.remote_comm_id);
+		break;
+	}
+}
+
 /* A decoded MAD (mu held); forwarded: it came from another process. */
 static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 		     const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
@@ -321,7 +364,7 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 	struct roce_cm_msg a;
 
 	if (attr == ROCE_CM_ATTR_REQ) {
-		on_req(mad, m, local, peer, forwarded, out);
+		on_req(m, local, peer, forwarded, out);
 		return;
 	}
 	/* every other message names our comm ID as its remote one */
@@ -335,17 +378,10 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 				break;
 	}
 	if (!r) {
-		if (!forwarded && to_id && (to_id >> 16) != xrcm.tag &&
-		    xrcm_forward(XRCM_TAG, to_id >> 16, local, peer, mad))
-			return;
-		if (attr == ROCE_CM_ATTR_DREQ)
-			send_drep_raw(m, local, peer);
-		else if (attr == ROCE_CM_ATTR_REP)
-			send_rej_raw(local, peer, m->hdr.tid, m->u.rep.local_comm_id,
-				     ROCE_CM_MSG_REP, ROCE_CM_REJ_INVALID_COMM_ID);
+		if (!forwarded && to_id && (to_id >> 16) != xrcm.tag)
+			pass_on(out, XRCM_TAG, to_id >> 16);
 		else
-			xs_log("roce cm: %s for unknown comm ID 0x%08x dropped",
-			       roce_cm_attr_str(attr), to_id);
+			no_owner(m, local, peer);
 		return;
 	}
 	switch (attr) {
@@ -458,6 +494,15 @@ void xrcm_handle_mad(const uint8_t *mad, const struct sockaddr_storage *local,
 	pthread_mutex_lock(&xrcm.mu);
 	dispatch(mad, m, local, peer, forwarded, &p);
 	pthread_mutex_unlock(&xrcm.mu);
+	if (p.fwd) {
+		enum xrcm_fwd f = xrcm_forward(p.fwd_kind, p.fwd_v, local, peer, mad);
+
+		if (f == XRCM_FWD_NOBODY)
+			no_owner(m, local, peer);
+		else if (f == XRCM_FWD_BUSY)
+			xs_log("roce cm: %s dropped: its owner's queue stayed full (the sender resends)",
+			       roce_cm_attr_str(m->hdr.attr_id));
+	}
 	p.ev.local = local;
 	p.ev.peer = peer;
 	run_pending(&p);
@@ -572,6 +617,25 @@ static void wait_cb(const void *who)
 {
 	while (xrcm.in_cb == who && !pthread_equal(pthread_self(), xrcm.thread))
 		pthread_cond_wait(&xrcm.cv, &xrcm.mu);
+}
+
+/* The RoCE engine passes its stray datagrams here (xs_roce.h). */
+__attribute__((constructor)) static void stray_hook(void)
+{
+	xs_roce_set_stray(xs_rcm_stray);
+}
+
+void xs_rcm_stray(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
+		  const struct sockaddr_storage *local)
+{
+	bool sent = false;
+
+	pthread_mutex_lock(&xrcm.mu);
+	if (!start())
+		sent = xrcm_stray_send(pkt, len, from, local);
+	pthread_mutex_unlock(&xrcm.mu);
+	if (!sent)
+		xs_log("roce: a datagram taken before its QP's socket was connected dropped");
 }
 
 int xs_rcm_listen(const struct sockaddr *local, bool afonly, uint64_t service_id, xs_rcm_cb cb,

@@ -75,6 +75,14 @@ struct xs_rcm_rep_args {
 	size_t pdata_len; /* <= ROCE_CM_REP_PDATA */
 };
 
+/* A datagram a RoCE QP's receive socket took between its bind to port
+ * 4791 and its connect (xs_roce_conn.c), when it was the port's most
+ * specific socket: a MAD among such goes to the CM as if its socket had
+ * received it (the engine is started for it if need be); anything else is
+ * dropped.  from: the sender's address and port; local: ours. */
+void xs_rcm_stray(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
+		  const struct sockaddr_storage *local);
+
 /* Listen for REQs of service_id on local (the wildcard: any address).  An
  * AF_INET6 local takes IPv4 REQs too unless afonly (RDMA_OPTION_ID_AFONLY);
  * -EADDRINUSE if a family it would take has a listener on the service. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "verbs/xs_internal.h"
@@ -141,20 +142,34 @@ int xrcm_unix_bind(enum xrcm_name kind, uint64_t v)
 	return fd;
 }
 
-/* Pass a MAD on to the owner named; false if nobody has the name. */
-bool xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
-		    const struct sockaddr_storage *peer, const uint8_t *mad)
+/* A burst of MADs for another process (cmtime's 100 connections at once
+ * between two processes of one host) fills its Unix queue, whose length
+ * is net.unix.max_dgram_qlen (10): the owner drains it meanwhile, so try
+ * again for up to this many milliseconds, then drop (the sender resends;
+ * a REJ or an "unknown comm ID" answer would end the connection). */
+#define XRCM_FWD_WAIT_MS 200
+
+enum xrcm_fwd xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
+			   const struct sockaddr_storage *peer, const uint8_t *mad)
 {
 	uint8_t b[XRCM_FWD_LEN];
 	struct sockaddr_un un;
 	socklen_t len = unix_name(&un, kind, v);
+	const struct timespec ms = { .tv_nsec = 1000000 };
 
 	b[0] = local->ss_family == AF_INET ? 4 : 6;
 	xrcm_addr_bytes(local, b + 1);
 	xrcm_addr_bytes(peer, b + 17);
 	memcpy(b + 33, mad, ROCE_MAD_LEN);
-	return sendto(xrcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
-	       (ssize_t)sizeof(b);
+	for (int i = 0; i < XRCM_FWD_WAIT_MS; i++) {
+		if (sendto(xrcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
+		    (ssize_t)sizeof(b))
+			return XRCM_FWD_OK;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR)
+			return XRCM_FWD_NOBODY;
+		nanosleep(&ms, NULL);
+	}
+	return XRCM_FWD_BUSY;
 }
 
 /* One MAD to peer's QP 1 from local (mu held or engine thread). */
@@ -228,6 +243,42 @@ void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_s
 		xs_log("roce cm: send to QP 1 failed: %s", strerror(errno));
 }
 
+/* One datagram from UDP port 4791 (engine thread, no lock): a MAD goes to
+ * xrcm_handle_mad; from: the sender's address and port, local: ours. */
+static void rx_datagram(const uint8_t *buf, size_t n, const struct sockaddr_storage *from,
+			const struct sockaddr_storage *local)
+{
+	struct roce_pkt p;
+	struct roce_ip ip;
+	enum roce_perr pe;
+
+	if (local->ss_family != from->ss_family)
+		return;
+	memset(&ip, 0, sizeof(ip));
+	ip.v6 = from->ss_family == AF_INET6;
+	xrcm_addr_bytes(from, ip.src);
+	xrcm_addr_bytes(local, ip.dst);
+	ip.sport = ntohs(ip.v6 ? ((const struct sockaddr_in6 *)from)->sin6_port :
+				 ((const struct sockaddr_in *)from)->sin_port);
+	ip.dport = ROCE_UDP_PORT;
+	pe = roce_pkt_parse(buf, n, ip.v6 ? &ip : NULL, 0xffff, &p);
+	if (pe == ROCE_OK && !ip.v6 &&
+	    !roce_icrc_find_id(&xrcm.ids, &ip, buf, n - ROCE_ICRC_LEN,
+			       roce_icrc_get(buf + n - ROCE_ICRC_LEN)))
+		pe = ROCE_E_ICRC;
+	if (pe != ROCE_OK) {
+		xs_log("roce cm: packet on port %u dropped: %s", ROCE_UDP_PORT, roce_perr_str(pe));
+		return;
+	}
+	if (p.bth.opcode != ROCE_UD_SEND_ONLY || p.bth.dqpn != ROCE_GSI_QPN ||
+	    p.deth.qkey != ROCE_GSI_QKEY || p.paylen != ROCE_MAD_LEN) {
+		/* an RC packet before its QP's socket exists, or not
+		 * for QP 1: the peer resends it */
+		return;
+	}
+	xrcm_handle_mad(p.payload, local, from, false);
+}
+
 void xrcm_rx_udp(int fd)
 {
 	uint8_t buf[2048];
@@ -239,9 +290,6 @@ void xrcm_rx_udp(int fd)
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr msg;
 	struct cmsghdr *cm;
-	struct roce_pkt p;
-	struct roce_ip ip;
-	enum roce_perr pe;
 	ssize_t n;
 	int k;
 
@@ -273,33 +321,34 @@ void xrcm_rx_udp(int fd)
 				((struct sockaddr_in6 *)&local)->sin6_scope_id = pi.ipi6_ifindex;
 			}
 		}
-		if (local.ss_family != from.ss_family)
-			continue;
-		memset(&ip, 0, sizeof(ip));
-		ip.v6 = from.ss_family == AF_INET6;
-		xrcm_addr_bytes(&from, ip.src);
-		xrcm_addr_bytes(&local, ip.dst);
-		ip.sport = ntohs(ip.v6 ? ((struct sockaddr_in6 *)&from)->sin6_port :
-					 ((struct sockaddr_in *)&from)->sin_port);
-		ip.dport = ROCE_UDP_PORT;
-		pe = roce_pkt_parse(buf, (size_t)n, ip.v6 ? &ip : NULL, 0xffff, &p);
-		if (pe == ROCE_OK && !ip.v6 &&
-		    !roce_icrc_find_id(&xrcm.ids, &ip, buf, (size_t)n - ROCE_ICRC_LEN,
-				       roce_icrc_get(buf + n - ROCE_ICRC_LEN)))
-			pe = ROCE_E_ICRC;
-		if (pe != ROCE_OK) {
-			xs_log("roce cm: packet on port %u dropped: %s", ROCE_UDP_PORT,
-			       roce_perr_str(pe));
-			continue;
-		}
-		if (p.bth.opcode != ROCE_UD_SEND_ONLY || p.bth.dqpn != ROCE_GSI_QPN ||
-		    p.deth.qkey != ROCE_GSI_QKEY || p.paylen != ROCE_MAD_LEN) {
-			/* an RC packet before its QP's socket exists, or not
-			 * for QP 1: the peer resends it */
-			continue;
-		}
-		xrcm_handle_mad(p.payload, &local, &from, false);
+		rx_datagram(buf, (size_t)n, &from, &local);
 	}
+}
+
+/* A stray datagram (xs_rcm_stray) on the process's own Unix name: the
+ * family with XRCM_STRAY, the sender's address, ours, the sender's port
+ * (big-endian), the UDP payload. */
+#define XRCM_STRAY 0x80
+#define XRCM_STRAY_HDR (1 + 16 + 16 + 2)
+
+bool xrcm_stray_send(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
+		     const struct sockaddr_storage *local)
+{
+	uint8_t b[XRCM_STRAY_HDR + XRCM_PKT_MAX];
+	struct sockaddr_un un;
+	socklen_t ulen = unix_name(&un, XRCM_TAG, xrcm.tag);
+	uint16_t port = from->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)from)->sin6_port :
+						      ((const struct sockaddr_in *)from)->sin_port;
+
+	if (len > XRCM_PKT_MAX || from->ss_family != local->ss_family)
+		return false;
+	b[0] = XRCM_STRAY | (from->ss_family == AF_INET ? 4 : 6);
+	xrcm_addr_bytes(from, b + 1);
+	xrcm_addr_bytes(local, b + 17);
+	memcpy(b + 33, &port, 2); /* network order already */
+	memcpy(b + XRCM_STRAY_HDR, pkt, len);
+	return sendto(xrcm.fdu, b, XRCM_STRAY_HDR + len, MSG_DONTWAIT, (struct sockaddr *)&un,
+		      ulen) == (ssize_t)(XRCM_STRAY_HDR + len);
 }
 
 /* fd is still the process's or a listener's (mu held): a listener closed
@@ -318,7 +367,7 @@ static bool fwd_fd_live(int fd)
 
 void xrcm_rx_fwd(int fd)
 {
-	uint8_t b[XRCM_FWD_LEN + 1];
+	uint8_t b[XRCM_STRAY_HDR + XRCM_PKT_MAX + 1];
 	struct sockaddr_storage local, peer;
 	ssize_t n;
 	int k;
@@ -329,6 +378,21 @@ void xrcm_rx_fwd(int fd)
 		pthread_mutex_unlock(&xrcm.mu);
 		if (n < 0)
 			return;
+		if (n > XRCM_STRAY_HDR && (b[0] == (XRCM_STRAY | 4) || b[0] == (XRCM_STRAY | 6)) &&
+		    n <= XRCM_STRAY_HDR + XRCM_PKT_MAX) {
+			int fam = b[0] == (XRCM_STRAY | 4) ? AF_INET : AF_INET6;
+			uint16_t port;
+
+			xrcm_addr_from(fam, b + 1, &peer);
+			xrcm_addr_from(fam, b + 17, &local);
+			memcpy(&port, b + 33, 2);
+			if (fam == AF_INET)
+				((struct sockaddr_in *)&peer)->sin_port = port;
+			else
+				((struct sockaddr_in6 *)&peer)->sin6_port = port;
+			rx_datagram(b + XRCM_STRAY_HDR, (size_t)n - XRCM_STRAY_HDR, &peer, &local);
+			continue;
+		}
 		if (n != XRCM_FWD_LEN || (b[0] != 4 && b[0] != 6))
 			continue;
 		xrcm_addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 1, &local);

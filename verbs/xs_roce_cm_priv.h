@@ -106,12 +106,18 @@ int xrcm_udp_open(int family);
 enum xrcm_name { XRCM_SID4, XRCM_SID6, XRCM_TAG };
 /* A datagram socket bound to the name: the fd, -EADDRINUSE if taken. */
 int xrcm_unix_bind(enum xrcm_name kind, uint64_t v);
-/* Pass a MAD on to the owner named; false if nobody has the name. */
-bool xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
-		  const struct sockaddr_storage *peer, const uint8_t *mad);
+/* Pass a MAD on to the owner named (engine thread, no lock held: it may
+ * wait a little for room in the owner's queue). */
+enum xrcm_fwd { XRCM_FWD_OK, XRCM_FWD_NOBODY, XRCM_FWD_BUSY };
+enum xrcm_fwd xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
+			   const struct sockaddr_storage *peer, const uint8_t *mad);
 /* One MAD to peer's QP 1 from local (any thread). */
 void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
 		   const uint8_t *mad);
+/* A stray datagram to the process's own Unix name, for its engine to take
+ * as if its CM socket had received it (mu held, engine started). */
+bool xrcm_stray_send(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
+		     const struct sockaddr_storage *local);
 /* Receive what waits on a CM socket / a Unix socket (engine thread, no
  * lock): each MAD goes to xrcm_handle_mad. */
 void xrcm_rx_udp(int fd);

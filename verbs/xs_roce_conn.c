@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -110,6 +111,43 @@ static int udp_socket(const struct sockaddr_storage *local, uint16_t port)
 	return fd;
 }
 
+static _Atomic(xs_roce_stray_fn) stray_fn;
+
+void xs_roce_set_stray(xs_roce_stray_fn fn)
+{
+	atomic_store(&stray_fn, fn);
+}
+
+/* Between its bind to port 4791 and its connect, a receive socket is the
+ * port's most specific unconnected socket (bound to the local address,
+ * the CM's to the wildcard), so the kernel gives it what arrives then for
+ * nobody else: a MAD for the CM (cmtime's 100 connections at once lost a
+ * REQ or two this way, each answered 2 s late, after its resend).  Once
+ * connected it gets the peer's packets only, so anything else in its queue
+ * came then and goes to the CM (xs_roce_set_stray).  true: from is the
+ * peer. */
+static bool from_peer(const struct xs_roce_conn *x, const struct sockaddr_storage *from)
+{
+	const struct sockaddr_storage *p = &x->rx_peer;
+
+	if (!same_ip(from, p))
+		return false;
+	if (from->ss_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)from)->sin6_port ==
+		       ((const struct sockaddr_in6 *)p)->sin6_port;
+	return ((const struct sockaddr_in *)from)->sin_port ==
+	       ((const struct sockaddr_in *)p)->sin_port;
+}
+
+static void rx_stray(const struct xs_roce_conn *x, const struct sockaddr_storage *from,
+		     const uint8_t *d, size_t len)
+{
+	xs_roce_stray_fn fn = atomic_load(&stray_fn);
+
+	if (fn)
+		fn(d, len, from, &x->path.local);
+}
+
 static void conn_free(struct xs_roce_conn *x)
 {
 	if (x->rx_fd >= 0)
@@ -131,7 +169,6 @@ static void conn_free(struct xs_roce_conn *x)
 int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 {
 	struct xs_roce_conn *x;
-	struct sockaddr_storage peer;
 	socklen_t plen;
 	uint16_t sport, peer_sport; /* ours, the peer's (ip_tx, ip_rx keep them) */
 	int rc, pmtu = IP_PMTUDISC_DO;
@@ -178,14 +215,14 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	rc = x->rx_fd = udp_socket(&p->local, ROCE_UDP_PORT);
 	if (rc < 0)
 		goto fail;
-	/* a run of packets comes up in one datagram (xr_rx_drain cuts it) */
-	setsockopt(x->rx_fd, SOL_UDP, UDP_GRO, &(int){ 1 }, sizeof(int));
-	atomic_store(&x->gso, true);
-	plen = with_port(&peer, &p->peer, peer_sport);
-	if (connect(x->rx_fd, (struct sockaddr *)&peer, plen) < 0) {
+	plen = with_port(&x->rx_peer, &p->peer, peer_sport);
+	if (connect(x->rx_fd, (struct sockaddr *)&x->rx_peer, plen) < 0) {
 		rc = -errno;
 		goto fail;
 	}
+	/* a run of packets comes up in one datagram (xr_rx_drain cuts it) */
+	setsockopt(x->rx_fd, SOL_UDP, UDP_GRO, &(int){ 1 }, sizeof(int));
+	atomic_store(&x->gso, true);
 	rc = x->tx_fd = udp_socket(&p->local, sport);
 	if (rc < 0)
 		goto fail;
@@ -403,6 +440,7 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 	uint8_t (*bufs)[XR_RX_BUF] = (uint8_t (*)[XR_RX_BUF])x->rx_bufs;
 	struct mmsghdr m[XR_BATCH];
 	struct iovec iov[XR_BATCH];
+	struct sockaddr_storage from[XR_BATCH];
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -417,6 +455,8 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 		for (int i = 0; i < XR_BATCH; i++) {
 			iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
 			memset(&m[i], 0, sizeof(m[i]));
+			m[i].msg_hdr.msg_name = &from[i];
+			m[i].msg_hdr.msg_namelen = sizeof(from[i]);
 			m[i].msg_hdr.msg_iov = &iov[i];
 			m[i].msg_hdr.msg_iovlen = 1;
 			m[i].msg_hdr.msg_control = ctl[i].buf;
@@ -428,9 +468,11 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 		for (int i = 0; i < n && !atomic_load(&x->fatal); i++) {
 			size_t len = m[i].msg_len, seg = len;
 			struct cmsghdr *c;
+			bool stray;
 
 			if (m[i].msg_hdr.msg_flags & MSG_TRUNC)
 				continue;
+			stray = !from_peer(x, &from[i]);
 			/* UDP GRO: packets of one size back to back */
 			for (c = CMSG_FIRSTHDR(&m[i].msg_hdr); c; c = CMSG_NXTHDR(&m[i].msg_hdr, c))
 				if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
@@ -440,8 +482,14 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 					if (g > 0)
 						seg = (size_t)g;
 				}
-			for (size_t off = 0; off < len && !atomic_load(&x->fatal); off += seg)
-				rx_one(x, bufs[i] + off, len - off < seg ? len - off : seg);
+			for (size_t off = 0; off < len && !atomic_load(&x->fatal); off += seg) {
+				size_t n1 = len - off < seg ? len - off : seg;
+
+				if (stray)
+					rx_stray(x, &from[i], bufs[i] + off, n1);
+				else
+					rx_one(x, bufs[i] + off, n1);
+			}
 		}
 		total += n;
 		if (!atomic_load(&x->fatal))

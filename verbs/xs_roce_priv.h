@@ -89,6 +89,7 @@ struct xs_roce_conn {
 	atomic_int refs;
 	struct xs_roce_path path;
 	struct sockaddr_storage to; /* peer:4791 */
+	struct sockaddr_storage rx_peer; /* the peer's address and source port */
 	socklen_t to_len;
 	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
 	int rx_fd, tx_fd;
