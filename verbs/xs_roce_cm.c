@@ -660,10 +660,7 @@ int xs_rcm_listen(const struct sockaddr *local, bool afonly, uint64_t service_id
 	}
 	if (rc) {
 		pthread_mutex_unlock(&xrcm.mu);
-		for (int i = 0; i < 2; i++)
-			if (l->fd[i] >= 0)
-				close(l->fd[i]);
-		free(l);
+		listener_close(l);
 		return rc;
 	}
 	l->sid = service_id;
