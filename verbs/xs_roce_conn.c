@@ -154,6 +154,11 @@ static void conn_free(struct xs_roce_conn *x)
 		xs_fd_close(x->rx_fd);
 	if (x->tx_fd >= 0)
 		xs_fd_close(x->tx_fd);
+	if (x->fwd_fd >= 0)
+		xs_fd_close(x->fwd_fd);
+	if (x->fwd_passed)
+		xs_log("roce: QP %u: %llu packets passed on to QPs that share its 4-tuple", x->path.qpn,
+		       (unsigned long long)x->fwd_passed);
 	if (x->ooo_placed)
 		xs_log("roce: QP %u: %llu Write packets placed ahead of a gap", x->path.qpn,
 		       (unsigned long long)x->ooo_placed);
@@ -183,7 +188,7 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 	atomic_init(&x->refs, 1);
 	x->path = *p;
 	x->path.rq_psn &= ROCE_PSN_MASK;
-	x->rx_fd = x->tx_fd = -1;
+	x->rx_fd = x->tx_fd = x->fwd_fd = -1;
 	x->cur_kind = -1;
 	x->epsn = x->path.rq_psn;
 	x->msn_recv = x->msn_rr = x->msn_aresp = 1; /* the QP's queues start at MSN 1 */
@@ -212,6 +217,10 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	/* the name first: a packet passed on to it waits there until attach */
+	rc = xr_fwd_open(x);
+	if (rc < 0)
+		goto fail;
 	rc = x->rx_fd = udp_socket(&p->local, ROCE_UDP_PORT);
 	if (rc < 0)
 		goto fail;
@@ -403,7 +412,7 @@ void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err)
 	x->up->failed(x->qp, local, err);
 }
 
-static void rx_one(struct xs_roce_conn *x, const uint8_t *buf, size_t len)
+void xr_rx_packet(struct xs_roce_conn *x, const uint8_t *buf, size_t len)
 {
 	struct roce_pkt p;
 	/* IPv6: the whole ICRC; IPv4: after the parse, with the ID solved
@@ -482,14 +491,31 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 					if (g > 0)
 						seg = (size_t)g;
 				}
+			/* a run of packets for another QP (a shared 4-tuple:
+			 * xs_roce_fwd.c) is passed on at once */
+			size_t run = 0, run_len = 0;
+			uint32_t run_qpn = 0, q;
+
 			for (size_t off = 0; off < len && !atomic_load(&x->fatal); off += seg) {
 				size_t n1 = len - off < seg ? len - off : seg;
+				bool other = !stray && xr_fwd_for(x, bufs[i] + off, n1, &q);
 
-				if (stray)
+				if (run_len && (!other || q != run_qpn)) {
+					xr_fwd_send(x, run_qpn, bufs[i] + run, run_len, seg);
+					run_len = 0;
+				}
+				if (stray) {
 					rx_stray(x, &from[i], bufs[i] + off, n1);
-				else
-					rx_one(x, bufs[i] + off, n1);
+				} else if (other) {
+					if (!run_len)
+						run = off, run_qpn = q;
+					run_len += n1;
+				} else {
+					xr_rx_packet(x, bufs[i] + off, n1);
+				}
 			}
+			if (run_len)
+				xr_fwd_send(x, run_qpn, bufs[i] + run, run_len, seg);
 		}
 		total += n;
 		if (!atomic_load(&x->fatal))

@@ -21,6 +21,7 @@
 
 #define XR_TAG_EVENT 1ull
 #define XR_TAG_REMOVE 2ull /* poll_remove completions: nothing to do */
+#define XR_TAG_FWD 1ull /* or'ed into a connection's address: its fwd_fd */
 #define XR_IDLE_US 100000 /* no timer running: look again then */
 
 static struct {
@@ -31,7 +32,7 @@ static struct {
 	struct xs_roce_conn *conns; /* armed or to arm */
 } xr_loop = { .mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1 };
 
-static void arm(struct xs_roce_conn *x)
+static struct io_uring_sqe *get_sqe(void)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&xr_loop.ring);
 
@@ -39,9 +40,33 @@ static void arm(struct xs_roce_conn *x)
 		io_uring_submit(&xr_loop.ring);
 		sqe = io_uring_get_sqe(&xr_loop.ring);
 	}
+	return sqe;
+}
+
+static void arm(struct xs_roce_conn *x)
+{
+	struct io_uring_sqe *sqe = get_sqe();
 	io_uring_prep_poll_multishot(sqe, x->rx_fd, POLLIN);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)x);
 	x->armed = true;
+}
+
+/* fwd_fd's poll holds a reference of its own, dropped by its last
+ * completion */
+static void arm_fwd(struct xs_roce_conn *x)
+{
+	struct io_uring_sqe *sqe = get_sqe();
+	xr_hold(x);
+	io_uring_prep_poll_multishot(sqe, x->fwd_fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)x | XR_TAG_FWD);
+	x->fwd_armed = true;
+}
+
+static void poll_remove(uint64_t tag)
+{
+	struct io_uring_sqe *sqe = get_sqe();
+	io_uring_prep_poll_remove(sqe, tag);
+	io_uring_sqe_set_data64(sqe, XR_TAG_REMOVE);
 }
 
 static void arm_event(void)
@@ -52,11 +77,16 @@ static void arm_event(void)
 	io_uring_sqe_set_data64(sqe, XR_TAG_EVENT);
 }
 
-static void drain(struct xs_roce_conn *x)
+/* its socket, its Unix name (fwd), or both (a kick) */
+static void drain(struct xs_roce_conn *x, bool sock, bool fwd)
 {
 	pthread_mutex_lock(&x->rx_mu);
-	if (!atomic_load(&x->fatal) && (atomic_load(&x->attached) || atomic_load(&x->lingering)))
-		xr_rx_drain(x, SIZE_MAX);
+	if (!atomic_load(&x->fatal) && (atomic_load(&x->attached) || atomic_load(&x->lingering))) {
+		if (sock)
+			xr_rx_drain(x, SIZE_MAX);
+		if (fwd)
+			xr_fwd_drain(x);
+	}
 	pthread_mutex_unlock(&x->rx_mu);
 }
 
@@ -91,22 +121,18 @@ static void take_commands(void)
 	while ((x = *pp)) {
 		if (atomic_load(&x->closing)) {
 			*pp = x->next;
-			if (x->armed) {
-				struct io_uring_sqe *sqe = io_uring_get_sqe(&xr_loop.ring);
-
-				if (!sqe) {
-					io_uring_submit(&xr_loop.ring);
-					sqe = io_uring_get_sqe(&xr_loop.ring);
-				}
-				io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)x);
-				io_uring_sqe_set_data64(sqe, XR_TAG_REMOVE);
-			} else {
+			if (x->fwd_armed)
+				poll_remove((uint64_t)(uintptr_t)x | XR_TAG_FWD);
+			if (x->armed)
+				poll_remove((uint64_t)(uintptr_t)x);
+			else
 				xr_put(x);
-			}
 			continue;
 		}
 		if (!x->armed)
 			arm(x);
+		if (!x->fwd_armed && x->fwd_fd >= 0)
+			arm_fwd(x);
 		work_add(x);
 		pp = &x->next;
 	}
@@ -138,7 +164,7 @@ static void *loop_main(void *arg)
 			uint64_t t;
 
 			if (atomic_exchange(&x->kick, false))
-				drain(x);
+				drain(x, true, true);
 			t = xr_req_timer(x, now);
 			if (t && t < next)
 				next = t;
@@ -169,18 +195,19 @@ static void *loop_main(void *arg)
 					arm_event();
 				continue;
 			}
-			struct xs_roce_conn *x = (struct xs_roce_conn *)(uintptr_t)tag;
+			bool fwd = tag & XR_TAG_FWD;
+			struct xs_roce_conn *x = (struct xs_roce_conn *)(uintptr_t)(tag & ~XR_TAG_FWD);
 
 			pthread_mutex_lock(&xr_loop.mu);
 			bool on = listed(x);
 
 			if (!more)
-				x->armed = false;
+				*(fwd ? &x->fwd_armed : &x->armed) = false;
 			pthread_mutex_unlock(&xr_loop.mu);
 			if (on && cqe->res > 0)
-				drain(x); /* before attach: waits in the socket (kick) */
-			if (!more && !on)
-				xr_put(x); /* the engine's reference */
+				drain(x, !fwd, fwd); /* before attach: waits (kick) */
+			if (!more && (fwd || !on))
+				xr_put(x); /* fwd's, or the engine's reference */
 		}
 		io_uring_cq_advance(&xr_loop.ring, seen);
 	}

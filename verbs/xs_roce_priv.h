@@ -3,6 +3,8 @@
  *
  *   xs_roce_conn.c   the connection: sockets, packet I/O, references,
  *                    receive (engine thread or a polling thread), timers
+ *   xs_roce_fwd.c    packets for another QP of the host that shares the
+ *                    receive socket's 4-tuple: passed on to its owner
  *   xs_roce_loop.c   the engine thread: one io_uring, a poll per socket
  *   xs_roce_req.c    requester and completer: segmentation at the path
  *                    MTU, PSNs, AckReq, the retransmit ring, go-back-N,
@@ -93,6 +95,9 @@ struct xs_roce_conn {
 	socklen_t to_len;
 	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
 	int rx_fd, tx_fd;
+	/* abstract Unix name of (local address, QPN): packets another
+	 * connection's socket got for us (xs_roce_fwd.c); -1: none */
+	int fwd_fd;
 	atomic_bool dead; /* disconnected or failed: no more posts */
 	atomic_bool fatal; /* failed: nothing more goes out or comes in */
 	/* the QP let go while packets were unacknowledged: the engine keeps
@@ -109,6 +114,7 @@ struct xs_roce_conn {
 	atomic_bool closing; /* put: the engine unlists it and drops its reference */
 	atomic_bool kick; /* attached: the engine drains what came before */
 	bool armed; /* engine thread: its poll is armed */
+	bool fwd_armed; /* ... and fwd_fd's (which holds a reference) */
 	struct xs_roce_conn *next; /* the engine's list (xr_loop_mu) */
 
 	/* the QP above (set at attach, under rx_mu) */
@@ -174,6 +180,7 @@ struct xs_roce_conn {
 	uint8_t *rx_bufs; /* XR_BATCH * XR_RX_BUF, for the rx_mu holder */
 	struct roce_icrc_idcache icrc_ids; /* rx_mu */
 	uint64_t rx_bad; /* packets dropped: invalid, or not for this QP */
+	uint64_t fwd_passed; /* packets passed on to another QP (rx_mu; logged at destroy) */
 };
 
 static inline struct xs_roce_conn *xr_of(struct xs_conn *c)
@@ -210,6 +217,9 @@ void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
 int xr_xmit_pkt(struct xs_roce_conn *x, struct roce_pkt *p);
 /* Receive what is waiting on x's socket (rx_mu held): packets handled. */
 ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget);
+/* One packet from the peer (rx_mu held): checked, then to the completer
+ * or the responder. */
+void xr_rx_packet(struct xs_roce_conn *x, const uint8_t *buf, size_t len);
 /* Fail the connection: the QP's failed upcall once (rx_mu held, or the
  * caller knows no receive runs). */
 void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err);
@@ -217,6 +227,17 @@ void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err);
 /* The QP's reference goes (tp->put): linger while packets are unACKed,
  * then unlist.  Any thread, no lock held. */
 void xr_let_go(struct xs_roce_conn *x);
+
+/* ---- xs_roce_fwd.c ---- */
+/* Bind x->fwd_fd (-1 if another process has the name): 0 or -errno. */
+int xr_fwd_open(struct xs_roce_conn *x);
+/* pkt (len octets from the peer) is for another QP: true, its QPN. */
+bool xr_fwd_for(const struct xs_roce_conn *x, const uint8_t *pkt, size_t len, uint32_t *qpn);
+/* Pass packets of seg octets each (the last may be shorter) on to QP qpn
+ * of this address (rx_mu held; never waits). */
+void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size_t len, size_t seg);
+/* Take what was passed on to x (rx_mu held; engine thread). */
+void xr_fwd_drain(struct xs_roce_conn *x);
 
 /* ---- xs_roce_loop.c ---- */
 /* add: starts the thread with the first; the engine holds a reference

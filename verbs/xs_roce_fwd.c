@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* Packets for another QP of this host that came to a receive socket
+ * because two connections share its 4-tuple.
+ *
+ * A receive socket is connected to the peer's address and the UDP source
+ * port both ends compute from the QPNs or the flow label (14 bits:
+ * xs_roce_udp_sport), so two connections of one host to one peer address
+ * collide when their ports do: with 50 connections between two processes
+ * of one host (redis-benchmark's), one run in three.  The kernel then
+ * gives every packet of both to the same one of the two sockets, and the
+ * other connection heard nothing: its retransmissions went to the first,
+ * which dropped them as packets for another QP.
+ *
+ * Every connection binds an abstract Unix datagram name made of its local
+ * address and QPN; a socket that gets a packet for another QPN from its
+ * peer passes it on to that name, whatever process owns it, and the owner
+ * takes it as its own socket would have (its engine thread polls the name
+ * too).  A run of such packets of one size (a UDP GRO datagram) goes as
+ * one datagram: a 4-octet header (the packets' size, version 0) and the
+ * packets back to back.  A forward that finds the owner's queue full is
+ * dropped: the sender's retransmit timer covers it as any loss. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "util/xs_be.h"
+#include "verbs/xs_roce_priv.h"
+
+#define XR_FWD_HDR 4
+
+static socklen_t fwd_name(struct sockaddr_un *un, const struct sockaddr_storage *local,
+			  uint32_t qpn)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	const void *a = local->ss_family == AF_INET6
+				? (const void *)&((const struct sockaddr_in6 *)local)->sin6_addr
+				: (const void *)&((const struct sockaddr_in *)local)->sin_addr;
+	int n;
+
+	inet_ntop(local->ss_family, a, ip, sizeof(ip));
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "xsock-rqp-%s-%06x", ip, qpn);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+int xr_fwd_open(struct xs_roce_conn *x)
+{
+	struct sockaddr_un un;
+	socklen_t len = fwd_name(&un, &x->path.local, x->path.qpn);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	x->fwd_fd = -1;
+	if (fd < 0)
+		return -errno;
+	xs_fd_keep(fd);
+	if (bind(fd, (struct sockaddr *)&un, len) < 0) {
+		int e = errno;
+
+		xs_fd_close(fd);
+		if (e != EADDRINUSE)
+			return -e;
+		/* another process's QP has this number on this address: it
+		 * takes what is passed on (a shared 4-tuple as well is rarer
+		 * still), ours works as long as its socket is not shadowed */
+		xs_log("roce: QP %u: QPN in use by another process on this address", x->path.qpn);
+		return 0;
+	}
+	x->fwd_fd = fd;
+	return 0;
+}
+
+bool xr_fwd_for(const struct xs_roce_conn *x, const uint8_t *pkt, size_t len, uint32_t *qpn)
+{
+	if (len < ROCE_BTH_LEN)
+		return false;
+	*qpn = xs_get_be32(pkt + 4) & ROCE_QPN_MASK;
+	return *qpn != x->path.qpn;
+}
+
+/* a socket to pass packets on from when x has no name of its own */
+static int fwd_any_fd(void)
+{
+	static _Atomic int fd = -1;
+	int f = atomic_load(&fd), e = -1;
+
+	if (f >= 0)
+		return f;
+	f = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (f < 0)
+		return -1;
+	xs_fd_keep(f);
+	if (!atomic_compare_exchange_strong(&fd, &e, f)) {
+		xs_fd_close(f);
+		f = e;
+	}
+	return f;
+}
+
+void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size_t len, size_t seg)
+{
+	uint8_t hdr[XR_FWD_HDR];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)pkts, len } };
+	struct sockaddr_un un;
+	struct msghdr m = { .msg_name = &un, .msg_iov = iov, .msg_iovlen = 2 };
+
+	m.msg_namelen = fwd_name(&un, &x->path.local, qpn);
+	xs_put_be16(hdr, (uint16_t)seg);
+	xs_put_be16(hdr + 2, 0);
+	if (sendmsg(x->fwd_fd >= 0 ? x->fwd_fd : fwd_any_fd(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+		x->fwd_passed += (len + seg - 1) / seg;
+		return;
+	}
+	if (errno == EAGAIN)
+		return; /* the owner's queue is full: a loss its peer resends */
+	x->rx_bad++;
+	xs_log("roce: QP %u: packet for QP %u (opcode 0x%02x) dropped: %s", x->path.qpn, qpn,
+	       pkts[0], errno == ECONNREFUSED || errno == ENOENT ? "no such QP" : strerror(errno));
+}
+
+void xr_fwd_drain(struct xs_roce_conn *x)
+{
+	uint8_t *buf = x->rx_bufs; /* XR_BATCH (>= 2) buffers of XR_RX_BUF */
+	bool was = xr_in_rx;
+	ssize_t n;
+
+	if (x->fwd_fd < 0)
+		return;
+	xr_in_rx = true;
+	while (!atomic_load(&x->fatal) &&
+	       (n = recv(x->fwd_fd, buf, XR_FWD_HDR + XR_RX_BUF, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
+		size_t len = (size_t)n, seg;
+
+		if (len > XR_FWD_HDR + XR_RX_BUF || len <= XR_FWD_HDR || xs_get_be16(buf + 2) != 0)
+			continue; /* not from a libiwarp of this version */
+		seg = xs_get_be16(buf);
+		if (!seg)
+			continue;
+		for (size_t off = XR_FWD_HDR; off < len && !atomic_load(&x->fatal); off += seg)
+			xr_rx_packet(x, buf + off, len - off < seg ? len - off : seg);
+		if (!atomic_load(&x->fatal))
+			xr_resp_flush_ack(x);
+	}
+	xr_in_rx = was;
+}
