@@ -33,6 +33,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_intercept.h"
@@ -77,6 +80,11 @@ static void init_once_fn(void)
 	if (p != MAP_FAILED) {
 		xsk_tab = p;
 		xsk_tab_n = (int)n;
+#if defined(__SANITIZE_ADDRESS__)
+		/* LeakSanitizer does not scan mmap'd memory: the epoll sets
+		 * the table points to would look leaked at exit */
+		__lsan_register_root_region(p, n * sizeof(struct xsk_fdent));
+#endif
 	}
 	xsk_config_load();
 	atexit(xsk_exit_close);

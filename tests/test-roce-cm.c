@@ -11,7 +11,9 @@
  *     on a port: EADDRINUSE, but an IPv6 one with AFONLY beside an IPv4
  *     one is fine;
  *   - the same between two processes (a fork child listens): the MADs reach
- *     their owner whichever process's socket on port 4791 gets them;
+ *     their owner whichever process's socket on port 4791 gets them; the
+ *     first child listens on 40 more ports after its own (every listener's
+ *     sockets are polled);
  *   - a process that exits with its connection up (no rdma_disconnect, no
  *     destroy) disconnects it as the kernel does when the rdma_cm file
  *     closes: the peer sees DISCONNECTED (the DREQ sent at exit). */
@@ -167,6 +169,7 @@ out:
 }
 
 enum passive_end { END_DISCONNECT, END_REJECT, END_EXIT };
+static int extra_listeners; /* passive() listens on this many more ports */
 
 /* The passive side: accept one connection (or reject it), receive one
  * message, disconnect (END_EXIT: exit(3) with the connection up).
@@ -187,6 +190,18 @@ static void passive(int port, enum passive_end how, int ready)
 	REQUIRE(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
 	REQUIRE(rdma_bind_addr(l, (struct sockaddr *)&a) == 0);
 	REQUIRE(rdma_listen(l, 4) == 0);
+	/* more listeners after it (a server of many ports): the CM engine
+	 * once polled the sockets of the newest 30 only */
+	for (i = 0; i < extra_listeners; i++) {
+		struct sockaddr_in6 x = { .sin6_family = AF_INET6,
+					  .sin6_port = htons((uint16_t)(port + 1000 + i)),
+					  .sin6_addr = IN6ADDR_ANY_INIT };
+		struct rdma_cm_id *xl;
+
+		REQUIRE(rdma_create_id(ch, &xl, NULL, RDMA_PS_TCP) == 0);
+		REQUIRE(rdma_bind_addr(xl, (struct sockaddr *)&x) == 0);
+		REQUIRE(rdma_listen(xl, 4) == 0); /* (freed at exit) */
+	}
 	REQUIRE(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP) == 0);
 	REQUIRE(rdma_bind_addr(l2, (struct sockaddr *)&a) == 0 || errno == EADDRINUSE);
 	errno = 0;
@@ -305,6 +320,7 @@ int main(void)
 		REQUIRE(pid >= 0);
 		if (pid == 0) {
 			close(p[0]);
+			extra_listeners = round == 0 ? 40 : 0;
 			passive(port, (enum passive_end)round, p[1]);
 			_exit(xs_test_result());
 		}

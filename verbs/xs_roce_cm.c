@@ -295,6 +295,7 @@ static void on_req(const struct roce_cm_msg *m, const struct sockaddr_storage *l
 	out->cb = l->cb;
 	out->ctx = l->ctx;
 	out->who = l;
+	xrcm.in_cb = l;
 }
 
 static void deliver_conn(struct xs_rcm *r, enum xs_rcm_ev type, struct pending *out)
@@ -306,6 +307,9 @@ static void deliver_conn(struct xs_rcm *r, enum xs_rcm_ev type, struct pending *
 	out->cb = r->cb;
 	out->ctx = r->ctx;
 	out->who = r;
+	/* from now until the callback returns (run_pending), a put of r
+	 * waits: its owner may free ctx once put returns */
+	xrcm.in_cb = r;
 }
 
 /* Answer a DREQ nobody owns (any more), as cm.c: cm_issue_drep. */
@@ -461,13 +465,15 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 	}
 }
 
+/* xrcm.in_cb was set when p was filled, under the same hold of mu that
+ * decided it: setting it here instead left a window (the MAD forwarding
+ * in between made it wide) in which the owner's put returned and freed
+ * ctx before the callback ran (ASan: cm_roce.c on_event on a destroyed
+ * id, redis-server shutting down under redis-benchmark over RoCE). */
 static void run_pending(struct pending *p)
 {
 	if (!p->cb)
 		return;
-	pthread_mutex_lock(&xrcm.mu);
-	xrcm.in_cb = p->who;
-	pthread_mutex_unlock(&xrcm.mu);
 	p->cb(p->ctx, &p->ev);
 	pthread_mutex_lock(&xrcm.mu);
 	xrcm.in_cb = NULL;
@@ -556,11 +562,36 @@ static uint64_t timers(struct pending *out)
 	return next;
 }
 
+/* The engine's poll set: its four sockets and two per listener (engine
+ * thread only; grown, never shrunk).  false: no memory for n. */
+static struct pollfd xrcm_pf_min[16];
+static struct pollfd *xrcm_pf = xrcm_pf_min;
+static size_t xrcm_pf_cap = 16;
+
+static bool pf_room(size_t n)
+{
+	struct pollfd *pf;
+	size_t cap = xrcm_pf_cap;
+
+	if (n <= cap)
+		return true;
+	while (cap < n)
+		cap *= 2;
+	pf = malloc(cap * sizeof(*pf));
+	if (!pf)
+		return false;
+	if (xrcm_pf != xrcm_pf_min)
+		free(xrcm_pf);
+	xrcm_pf = pf;
+	xrcm_pf_cap = cap;
+	return true;
+}
+
 static void *loop_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		struct pollfd pf[64];
+		struct pollfd *pf;
 		struct xs_rcm_listener *l;
 		struct pending p;
 		uint64_t next;
@@ -573,11 +604,17 @@ static void *loop_main(void *arg)
 			return NULL;
 		}
 		next = timers(&p);
+		i = 0;
+		for (l = xrcm.listeners; l; l = l->next)
+			i += 2;
+		if (!pf_room(4 + (size_t)i))
+			xs_log("roce cm: no memory to poll %d listener sockets", i);
+		pf = xrcm_pf;
 		pf[n++] = (struct pollfd){ .fd = xrcm.wake, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = xrcm.fd4, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = xrcm.fd6, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = xrcm.fdu, .events = POLLIN };
-		for (l = xrcm.listeners; l && n < 63; l = l->next)
+		for (l = xrcm.listeners; l && (size_t)n + 2 <= xrcm_pf_cap; l = l->next)
 			for (i = 0; i < 2; i++)
 				if (l->fd[i] >= 0)
 					pf[n++] = (struct pollfd){ .fd = l->fd[i], .events = POLLIN };
