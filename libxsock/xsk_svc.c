@@ -81,6 +81,12 @@ out:
 
 void xsk_svc_del(struct xsk *s)
 {
+	/* only a listener is ever in the list, and only its owner frees it;
+	 * the service thread itself frees the children it could not accept
+	 * (child_accept), under svc_mu: it must not take it again (nginx
+	 * under wrk's 64 connections over RoCE hung here) */
+	if (!s->in_svc)
+		return;
 	pthread_mutex_lock(&svc_mu);
 	if (s->in_svc) {
 		struct xsk **pp = &svc_list;
