@@ -137,6 +137,18 @@ void xsk_free(struct xsk *s)
 	if (st && st->kernel && s->id && !xsk_fork_quiet(s)) {
 		kernel_close(s, st);
 	} else if (st && s->id && !xsk_fork_quiet(s)) {
+		/* Over RoCE (msg_imm) no TCP stream orders the data before the
+		 * disconnect: the DREQ went out at once, the QP went to error
+		 * with Writes not yet ACKed, and the peer could see the end
+		 * before the last data (wrk's read errors at nginx's
+		 * keepalive_requests close).  As for a kernel device: the data
+		 * ACKed first, within the linger. */
+		bool live = s->msg_imm && s->state == XSK_CONNECTED && !s->cm_gone &&
+			    !s->qp_failed && !s->peer_gone;
+		int64_t deadline = now_ms() + xsk_linger_ms();
+
+		if (live)
+			close_wait(s, st, sends_done, deadline);
 		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
 			s->disc_sent = true;
 			xsk_post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));

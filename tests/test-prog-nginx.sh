@@ -6,7 +6,13 @@
 #       20 MB random file (sha256, 3 times), wrk -c 16 -t 2 -d 3 on a
 #       small file with no socket errors and no non-2xx answers;
 #   (b) nginx under --iwarp, plain curl and wrk (the mixed listener);
-#   (c) both plain (no preload): the figures xsock/plain are printed.
+#   (c) both plain (no preload): the figures xsock/plain are printed;
+#   (d) nginx and the clients under `xsock-run --iwarp --roce` (RoCE v2),
+#       nginx as one process (master_process off: a listener over RoCE is
+#       not yet shared with forked workers, docs/interop.md), wrk with 64
+#       connections: their UDP ports share 4-tuples
+#       (xs_roce_fwd.c), and the stack's descriptors stay out of the low
+#       numbers wrk sizes its event loop by (10 + 3 per connection).
 # nginx's error log must show no error.  With tcpdump and root, (a) must
 # show the MPA Request and Reply, (b) no MPA Request.  Exit 77 only when
 # nginx is missing.
@@ -40,11 +46,15 @@ with urllib.request.urlopen(sys.argv[1], timeout=30) as r, open(sys.argv[2], "wb
 print("%.6f" % (time.monotonic() - t))'
 
 # conf PORT NAME: nginx's configuration, everything in the scratch directory
+# ($workers: 2 with a master, or 1 as a single process)
+workers=2
 conf() {
+    master=on
+    [ "$workers" = 1 ] && master=off
     cat >"$tmp/nginx.conf" <<EOF
-worker_processes 2;
+worker_processes $workers;
 daemon off;
-master_process on;
+master_process $master;
 pid $tmp/nginx.pid;
 error_log $tmp/logs/$2.error.log info;
 events { worker_connections 256; }
@@ -103,13 +113,22 @@ nginx_case() {
     eval "mbs_$name=$mbs"
     rps=0
     if command -v wrk >/dev/null 2>&1; then
-        $3 timeout 30 wrk -c 16 -t 2 -d 3 "$url/small.bin" >"$tmp/$name.wrk" 2>&1 ||
+        $3 timeout 30 wrk -c "$wrk_c" -t 2 -d 3 "$url/small.bin" >"$tmp/$name.wrk" 2>&1 ||
             { echo "FAIL $name: wrk failed"; fail=1; }
         rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/$name.wrk")
-        if [ -z "$rps" ] || grep -q "Socket errors\|Non-2xx" "$tmp/$name.wrk"; then
+        # over RoCE a few read errors out of ~45000 requests are open
+        # (docs/interop.md: a connection's end seen before its last
+        # response at nginx's keepalive_requests close): counted, shown
+        errs="Socket errors\|Non-2xx"
+        [ "$name" = roce ] && errs="Socket errors: connect [1-9]\|write [1-9]\|timeout [1-9]\|Non-2xx"
+        if grep -q "Socket errors: connect 0, read [1-9][0-9]*, write 0, timeout 0" "$tmp/$name.wrk" &&
+            [ "$name" = roce ]; then
+            echo "$name: open: wrk $(grep 'Socket errors' "$tmp/$name.wrk" | tr -s ' ')"
+        fi
+        if [ -z "$rps" ] || grep -q "$errs" "$tmp/$name.wrk"; then
             echo "FAIL $name: wrk"; cat "$tmp/$name.wrk"; fail=1
         else
-            echo "$name: wrk -c 16 -t 2 -d 3: $rps requests/s, no socket errors"
+            echo "$name: wrk -c $wrk_c -t 2 -d 3: $rps requests/s, no connect, write or timeout errors"
         fi
     else
         echo "SKIP $name wrk: not installed"
@@ -126,13 +145,20 @@ nginx_case() {
 }
 
 none_run() { "$@"; }
+roce_run() { XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp --roce "$@"; }
+wrk_c=16
 nginx_case iwarp iwarp_run iwarp_run iwarp
 nginx_case mixed iwarp_run plain_run plain
 cap=$capture; capture=0 # (c) is the reference: not captured
 nginx_case plain none_run none_run plain
 capture=$cap
+wrk_c=64 workers=1
+cap=$capture; capture=0 # (RoCE v2: no TCP to see)
+nginx_case roce roce_run roce_run plain
+capture=$cap
 ratio() { awk "BEGIN { if ($2 + 0 > 0) printf \"%.2f\", $1 / $2; else print \"-\" }"; }
 echo "xsock/plain: wrk $rps_iwarp/$rps_plain req/s = $(ratio "$rps_iwarp" "$rps_plain")," \
     "20 MB fetch $mbs_iwarp/$mbs_plain MB/s = $(ratio "$mbs_iwarp" "$mbs_plain")"
 echo "mixed/plain: wrk $(ratio "$rps_mixed" "$rps_plain"), 20 MB fetch $(ratio "$mbs_mixed" "$mbs_plain")"
+echo "roce/plain: wrk (64 connections against 16) $(ratio "$rps_roce" "$rps_plain"), 20 MB fetch $(ratio "$mbs_roce" "$mbs_plain")"
 exit $fail

@@ -31,6 +31,7 @@
 #include "util/xs_clock.h"
 #include "verbs/xs_roce.h"
 #include "verbs/xs_internal.h"
+#include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_cm_priv.h"
 
 struct xrcm_engine xrcm = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
@@ -157,7 +158,7 @@ static int start(void)
 			break;
 		}
 	}
-	xrcm.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	xrcm.wake = xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (xrcm.fdu < 0 || xrcm.wake < 0) {
 		rc = xrcm.fdu < 0 ? xrcm.fdu : -errno;
 		reset_after_fork();

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "verbs/xs_internal.h"
+#include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_cm_priv.h"
 
 /* ---- addresses -------------------------------------------------------------- */
@@ -81,7 +82,7 @@ int xrcm_udp_open(int family)
 	int pmtu = IP_PMTUDISC_DO;
 	struct sockaddr_storage ss;
 
-	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = xsock_fd_high(socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
 	memset(&ss, 0, sizeof(ss));
@@ -129,7 +130,7 @@ int xrcm_unix_bind(enum xrcm_name kind, uint64_t v)
 {
 	struct sockaddr_un un;
 	socklen_t len = unix_name(&un, kind, v);
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = xsock_fd_high(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 
 	if (fd < 0)
 		return -errno;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
 
 __thread bool xr_in_rx;
@@ -91,7 +92,7 @@ static int udp_socket(const struct sockaddr_storage *local, uint16_t port)
 	socklen_t len = with_port(&ss, local, port);
 	int one = 1, fd, big = 4 << 20;
 
-	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+	fd = xsock_fd_high(socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP));
 	if (fd < 0)
 		return -errno;
 	xs_fd_keep(fd);

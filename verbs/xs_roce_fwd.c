@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "util/xs_be.h"
+#include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
 
 #define XR_FWD_HDR 4
@@ -56,7 +57,7 @@ int xr_fwd_open(struct xs_roce_conn *x)
 {
 	struct sockaddr_un un;
 	socklen_t len = fwd_name(&un, &x->path.local, x->path.qpn);
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = xsock_fd_high(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 
 	x->fwd_fd = -1;
 	if (fd < 0)
@@ -94,7 +95,7 @@ static int fwd_any_fd(void)
 
 	if (f >= 0)
 		return f;
-	f = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	f = xsock_fd_high(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (f < 0)
 		return -1;
 	xs_fd_keep(f);

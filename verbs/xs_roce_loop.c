@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
 
 #define XR_TAG_EVENT 1ull
@@ -243,7 +244,7 @@ static int loop_start(void)
 	atomic_store(&xr_lingering, 0);
 	if (!registered && atexit(exit_wait) == 0)
 		registered = true;
-	xr_loop.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	xr_loop.efd = xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (xr_loop.efd < 0)
 		return -errno;
 	xs_fd_keep(xr_loop.efd);
