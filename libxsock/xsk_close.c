@@ -63,7 +63,13 @@ static void close_wait(struct xsk *s, const struct xsk_stack *st, bool (*done)(c
 	}
 }
 
-static void kernel_close(struct xsk *s, const struct xsk_stack *st)
+/* A close whose data, then DISCONNECT message, the peer ACKed before the
+ * CM's disconnect, within the linger: a kernel device's (the kernel's CM
+ * does not wait for them), and RoCE's (msg_imm), where no TCP stream
+ * orders the data before the DREQ: the peer saw the DREQ before the
+ * DISCONNECT message and took the end for a reset (wrk's read errors,
+ * ECONNRESET, at nginx's keepalive_requests close). */
+static void ordered_close(struct xsk *s, const struct xsk_stack *st)
 {
 	int64_t deadline = now_ms() + xsk_linger_ms();
 	bool live = s->state == XSK_CONNECTED && !s->cm_gone && !s->qp_failed;
@@ -134,21 +140,9 @@ void xsk_free(struct xsk *s)
 		s->rmr = s->smr = NULL;
 		s->pd = NULL;
 	}
-	if (st && st->kernel && s->id && !xsk_fork_quiet(s)) {
-		kernel_close(s, st);
+	if (st && (st->kernel || s->msg_imm) && s->id && !xsk_fork_quiet(s)) {
+		ordered_close(s, st);
 	} else if (st && s->id && !xsk_fork_quiet(s)) {
-		/* Over RoCE (msg_imm) no TCP stream orders the data before the
-		 * disconnect: the DREQ went out at once, the QP went to error
-		 * with Writes not yet ACKed, and the peer could see the end
-		 * before the last data (wrk's read errors at nginx's
-		 * keepalive_requests close).  As for a kernel device: the data
-		 * ACKed first, within the linger. */
-		bool live = s->msg_imm && s->state == XSK_CONNECTED && !s->cm_gone &&
-			    !s->qp_failed && !s->peer_gone;
-		int64_t deadline = now_ms() + xsk_linger_ms();
-
-		if (live)
-			close_wait(s, st, sends_done, deadline);
 		if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent) {
 			s->disc_sent = true;
 			xsk_post_msg(s, RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT));

@@ -309,7 +309,7 @@ struct xsk {
 	bool cm_gone; /* DISCONNECTED arrived (its status tells a reset) */
 	bool qp_failed; /* a work request completed in error */
 	bool disc_sent;
-	bool disc_pending; /* a kernel stack's close: its DISCONNECT not yet completed */
+	bool disc_pending; /* ordered_close: its DISCONNECT not yet completed */
 	bool sgl_seen; /* an SGL message came (possibly before ESTABLISHED was read) */
 	bool in_accept_queue;
 

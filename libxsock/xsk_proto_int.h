@@ -15,7 +15,7 @@
 
 #define WR_RECV (1ull << 63)
 #define WR_DATA (1ull << 62)
-#define WR_DISC (1ull << 59) /* a kernel stack's closing DISCONNECT (signaled) */
+#define WR_DISC (1ull << 59) /* ordered_close's DISCONNECT (signaled) */
 
 /* The layers above (xsk_proto_set_ext, xsk_proto_set_relay; xsk_res.c):
  * set before the first s->ext / s->relay, used only while that is set. */

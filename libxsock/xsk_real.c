@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "libxsock/xsk_config.h"
+#include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_priv.h"
 
 struct xsk_libc xsk_real;
@@ -176,6 +177,12 @@ static void stack_init_once(void)
 	PRIV(adopt);
 	PRIV(adopt_start);
 	PRIV(reg_mr_stag);
+	/* our exit close runs before the stack's exit handling, whichever
+	 * the loader runs first (xsock_priv_set_exit_close) */
+	__typeof__(xsock_priv_set_exit_close) *set_exit_close;
+	*(void **)&set_exit_close = dlsym(h, "xsock_priv_set_exit_close");
+	if (set_exit_close)
+		set_exit_close(xsk_exit_close);
 	__typeof__(xsock_priv_fork_init) *fork_init;
 	*(void **)&fork_init = dlsym(h, "xsock_priv_fork_init");
 	if (fork_init)

@@ -24,6 +24,7 @@
 #include "util/xs_clock.h"
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
+#include "verbs/xs_roce.h"
 #include "verbs/xs_priv_abi.h"
 
 /* The late list (a delayed FIN, a lingering close) is looked at this often. */
@@ -228,7 +229,23 @@ __attribute__((destructor)) static void xs_engine_exit_wait(void)
 	pthread_mutex_unlock(&xs_eng.mu);
 }
 
+static _Atomic(void (*)(void)) xs_exit_close_fn;
+
+XS_EXPORT void xsock_priv_set_exit_close(void (*fn)(void))
+{
+	atomic_store(&xs_exit_close_fn, fn);
+}
+
+void xs_run_exit_close(void)
+{
+	void (*fn)(void) = atomic_exchange(&xs_exit_close_fn, NULL);
+
+	if (fn)
+		fn();
+}
+
 XS_EXPORT void xsock_priv_exit_wait(void)
 {
 	xs_engine_exit_wait();
+	xs_roce_exit_wait();
 }

@@ -46,6 +46,9 @@ struct rdma_event_channel;
  * xs_fd_close forgets and closes it. */
 int xs_fd_keep(int fd);
 void xs_fd_drop(int fd);
+/* At exit, before the stack's own handling: libxsock's exit close, once,
+ * if it set one and it has not run (xs_close.c; xsock_priv_set_exit_close). */
+void xs_run_exit_close(void);
 int xs_fd_close(int fd);
 
 /* Spare listening sockets (xs_spare.c): a closed listener's socket is kept

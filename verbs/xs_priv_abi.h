@@ -85,6 +85,14 @@ int xsock_priv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc, int rx);
  * went out.  For libxsock's _exit, which skips destructors.  Any thread. */
 void xsock_priv_exit_wait(void);
 
+/* libxsock's exit close (its sockets closed as close(2) does, each with
+ * its data and DISCONNECT message ACKed first over RoCE), which the
+ * stack's exit handling runs before its own if it has not run yet: the
+ * order of libxsock's atexit handler and libiwarp's destructors is the
+ * loader's, and a RoCE CM that disconnected first left each close waiting
+ * for ACKs that could no longer come.  Set once at load; any thread. */
+void xsock_priv_set_exit_close(void (*fn)(void));
+
 /* Descriptors the stack keeps for itself (xs_fdkeep.c): closefrom and
  * close_range in libxsock pass over them.  keep returns fd (or -errno);
  * next_kept the lowest kept descriptor >= fd, or -1. */

@@ -122,19 +122,15 @@ static void reset_after_fork(void)
 	xrcm.in_cb = NULL;
 }
 
-static void exit_wait(void);
 
 /* mu held. */
 static int start(void)
 {
-	static bool registered;
 	pthread_attr_t at;
 	int rc, i;
 
 	if (xrcm.pid == getpid())
 		return 0;
-	if (!registered && atexit(exit_wait) == 0)
-		registered = true;
 	if (xrcm.pid)
 		reset_after_fork();
 	xrcm.fd4 = xrcm_udp_open(AF_INET);
@@ -985,7 +981,7 @@ void xs_rcm_put(struct xs_rcm *r)
  * answered (the engine thread runs until the process is gone).  Without
  * it a peer's DREQ that crossed ours at the end of a run met a closed
  * port and the peer resent it until its CM timed out. */
-static void exit_wait(void)
+static void cm_exit_wait(void)
 {
 	uint64_t now = xs_now_ms(), end = now + xs_config()->linger_ms;
 	uint64_t resend = now + XRCM_EXIT_RESEND_MS;
@@ -1020,4 +1016,17 @@ static void exit_wait(void)
 		}
 	}
 	pthread_mutex_unlock(&xrcm.mu);
+}
+
+/* A destructor, as the iWARP engine's exit wait (xs_close.c).  libxsock's
+ * exit close goes first (xsock_priv_set_exit_close): its sockets each get
+ * their data and DISCONNECT message ACKed before their DREQ.  When this
+ * ran first it sent every DREQ, and each of libxsock's closes then waited
+ * XSOCK_LINGER_MS for an ACK that could no longer come (wrk's exit with
+ * 64 connections over RoCE: a minute). */
+__attribute__((destructor)) void xs_roce_exit_wait(void)
+{
+	xs_run_exit_close();
+	cm_exit_wait();
+	xs_roce_loop_exit_wait();
 }

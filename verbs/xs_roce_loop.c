@@ -217,8 +217,8 @@ static void *loop_main(void *arg)
 
 /* At exit, the lingering connections' unACKed packets get their chance
  * (XSOCK_LINGER_MS at most, as for a TCP close): the engine thread runs
- * until the process is gone. */
-static void exit_wait(void)
+ * until the process is gone.  (xs_roce_exit_wait calls it.) */
+void xs_roce_loop_exit_wait(void)
 {
 	uint64_t end = xr_now_us() + (uint64_t)xs_config()->linger_ms * 1000u;
 
@@ -230,8 +230,6 @@ static void exit_wait(void)
 
 static int loop_start(void)
 {
-	static bool registered;
-
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all, old;
@@ -242,8 +240,6 @@ static int loop_start(void)
 	/* a fork child: the parent's ring and thread are not ours */
 	xr_loop.conns = NULL;
 	atomic_store(&xr_lingering, 0);
-	if (!registered && atexit(exit_wait) == 0)
-		registered = true;
 	xr_loop.efd = xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (xr_loop.efd < 0)
 		return -errno;
