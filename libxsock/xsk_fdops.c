@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -36,6 +37,11 @@ int xsk_close_own(int fd) __attribute__((alias("close"), visibility("hidden")));
 
 void xsk_exit_close(void)
 {
+	static atomic_bool done;
+
+	/* once: libiwarp's exit handling may call it too (xsk_real.c) */
+	if (atomic_exchange(&done, true))
+		return;
 	fflush(NULL);
 	for (int fd = xsk_tab_next_of(NULL, 0); fd >= 0; fd = xsk_tab_next_of(NULL, fd + 1))
 		xsk_close_own(fd);

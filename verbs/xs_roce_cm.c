@@ -1028,9 +1028,16 @@ static void cm_exit_wait(void)
  * ran first it sent every DREQ, and each of libxsock's closes then waited
  * XSOCK_LINGER_MS for an ACK that could no longer come (wrk's exit with
  * 64 connections over RoCE: a minute). */
-__attribute__((destructor)) void xs_roce_exit_wait(void)
+void xs_roce_exit_wait(void)
 {
-	xs_run_exit_close();
 	cm_exit_wait();
 	xs_roce_loop_exit_wait();
+}
+
+/* (not for _exit, whose callers rely on stdio not being flushed:
+ * libxsock closes its sockets itself there, then xsock_priv_exit_wait) */
+__attribute__((destructor)) static void exit_destructor(void)
+{
+	xs_run_exit_close();
+	xs_roce_exit_wait();
 }
