@@ -43,23 +43,44 @@ static bool cm_done(const struct xsk *s)
 	return s->cm_gone;
 }
 
+/* Over RoCE a close waits this long without progress at most (no send
+ * completed, no DISCONNECT ACKed, no CM event): a live peer answers in
+ * microseconds, and a dead one (killed, no DREQ) would hold each close
+ * for the whole linger: nginx's shutdown after wrk's 64 connections were
+ * killed took over 30 s. */
+#define XSK_CLOSE_STALL_MS 100
+
 /* Until done(s), the connection fails or the deadline (CLOCK_MONOTONIC
- * ms) passes; s->mu held, no other reference. */
+ * ms) passes, or (stall) nothing changed for XSK_CLOSE_STALL_MS; s->mu
+ * held, no other reference. */
 static void close_wait(struct xsk *s, const struct xsk_stack *st, bool (*done)(const struct xsk *),
-		       int64_t deadline)
+		       int64_t deadline, bool stall)
 {
+	int64_t moved = now_ms();
+	uint32_t used = s->sbuf_used;
+	bool pend = s->disc_pending, gone = s->cm_gone;
+
 	for (;;) {
 		struct pollfd p[2] = { { .fd = s->ch ? s->ch->fd : -1, .events = POLLIN },
 				       { .fd = s->cch ? s->cch->fd : -1, .events = POLLIN } };
-		int64_t left;
+		int64_t now, left;
 
 		xsk_drain_cm(s, st);
 		xsk_drain_cq_events(s, st, true);
 		xsk_poll_cq_rx(s, XSOCK_RX_ALWAYS);
-		left = deadline - now_ms();
+		now = now_ms();
+		if (s->sbuf_used != used || s->disc_pending != pend || s->cm_gone != gone) {
+			used = s->sbuf_used;
+			pend = s->disc_pending;
+			gone = s->cm_gone;
+			moved = now;
+		}
+		left = deadline - now;
+		if (stall && now - moved >= XSK_CLOSE_STALL_MS)
+			left = 0;
 		if (done(s) || s->qp_failed || left <= 0)
 			return;
-		xsk_real.poll(p, 2, (int)(left > 100 ? 100 : left));
+		xsk_real.poll(p, 2, (int)(left > 20 ? 20 : left));
 	}
 }
 
@@ -73,9 +94,10 @@ static void ordered_close(struct xsk *s, const struct xsk_stack *st)
 {
 	int64_t deadline = now_ms() + xsk_linger_ms();
 	bool live = s->state == XSK_CONNECTED && !s->cm_gone && !s->qp_failed;
+	bool stall = s->msg_imm && !st->kernel;
 
 	if (live)
-		close_wait(s, st, sends_done, deadline);
+		close_wait(s, st, sends_done, deadline, stall);
 	if (s->state == XSK_CONNECTED && !s->peer_gone && !s->disc_sent && !s->qp_failed) {
 		uint32_t m = RS_MSG(RS_OP_CTRL, RS_CTRL_DISCONNECT);
 		struct ibv_sge sge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
@@ -91,12 +113,12 @@ static void ordered_close(struct xsk *s, const struct xsk_stack *st)
 		s->disc_sent = true;
 		s->disc_pending = ibv_post_send(s->id->qp, &wr, &bad) == 0;
 		if (live)
-			close_wait(s, st, disc_done, deadline);
+			close_wait(s, st, disc_done, deadline, stall);
 	}
 	if (s->state == XSK_CONNECTED || s->state == XSK_CONNECTING)
 		st->disconnect(s->id);
 	if (live)
-		close_wait(s, st, cm_done, deadline);
+		close_wait(s, st, cm_done, deadline, stall);
 }
 
 /* ---- xsk_free ------------------------------------------------------------------ */

@@ -20,6 +20,9 @@
 
 __thread bool xr_in_rx;
 atomic_uint xr_lingering;
+#if defined(__SANITIZE_THREAD__)
+char xr_wire;
+#endif
 
 uint64_t xr_now_us(void)
 {
@@ -289,6 +292,7 @@ int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len)
 {
 	ssize_t n;
 
+	xr_wire_send();
 	do
 		n = sendto(x->tx_fd, pkt, len, MSG_NOSIGNAL, (struct sockaddr *)&x->to, x->to_len);
 	while (n < 0 && errno == EINTR);
@@ -351,8 +355,10 @@ void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
 		i += k;
 	}
 	while (done < nm) {
-		int r = sendmmsg(x->tx_fd, m + done, nm - done, MSG_NOSIGNAL);
+		int r;
 
+		xr_wire_send();
+		r = sendmmsg(x->tx_fd, m + done, nm - done, MSG_NOSIGNAL);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -475,6 +481,7 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 		n = recvmmsg(x->rx_fd, m, XR_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			break;
+		xr_wire_recv();
 		for (int i = 0; i < n && !atomic_load(&x->fatal); i++) {
 			size_t len = m[i].msg_len, seg = len;
 			struct cmsghdr *c;

@@ -116,6 +116,7 @@ void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size
 	m.msg_namelen = fwd_name(&un, &x->path.local, qpn);
 	xs_put_be16(hdr, (uint16_t)seg);
 	xs_put_be16(hdr + 2, 0);
+	xr_wire_send();
 	if (sendmsg(x->fwd_fd >= 0 ? x->fwd_fd : fwd_any_fd(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
 		x->fwd_passed += (len + seg - 1) / seg;
 		return;
@@ -139,6 +140,8 @@ void xr_fwd_drain(struct xs_roce_conn *x)
 	while (!atomic_load(&x->fatal) &&
 	       (n = recv(x->fwd_fd, buf, XR_FWD_HDR + XR_RX_BUF, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
 		size_t len = (size_t)n, seg;
+
+		xr_wire_recv();
 
 		if (len > XR_FWD_HDR + XR_RX_BUF || len <= XR_FWD_HDR || xs_get_be16(buf + 2) != 0)
 			continue; /* not from a libiwarp of this version */

@@ -183,6 +183,33 @@ struct xs_roce_conn {
 	uint64_t fwd_passed; /* packets passed on to another QP (rx_mu; logged at destroy) */
 };
 
+/* ThreadSanitizer cannot see that what a thread receives from port 4791
+ * was sent before by the thread that posted it (the kernel orders them):
+ * without it, a Write's placement by the engine thread races with the
+ * application's writes to the target buffer made before its peer posted
+ * the Write (test-roce-rc under TSan, when the engine thread received
+ * first).  A sender releases, a receiver acquires, one object for all
+ * (the wire); nothing in other builds. */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+extern char xr_wire;
+static inline void xr_wire_send(void)
+{
+	__tsan_release(&xr_wire);
+}
+static inline void xr_wire_recv(void)
+{
+	__tsan_acquire(&xr_wire);
+}
+#else
+static inline void xr_wire_send(void)
+{
+}
+static inline void xr_wire_recv(void)
+{
+}
+#endif
+
 static inline struct xs_roce_conn *xr_of(struct xs_conn *c)
 {
 	return (struct xs_roce_conn *)(void *)c;
