@@ -21,7 +21,7 @@
 __thread bool xr_in_rx;
 atomic_uint xr_lingering;
 #if defined(__SANITIZE_THREAD__)
-char xr_wire;
+atomic_uint xr_wire;
 #endif
 
 uint64_t xr_now_us(void)

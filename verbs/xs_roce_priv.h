@@ -191,15 +191,16 @@ struct xs_roce_conn {
  * first).  A sender releases, a receiver acquires, one object for all
  * (the wire); nothing in other builds. */
 #if defined(__SANITIZE_THREAD__)
-#include <sanitizer/tsan_interface.h>
-extern char xr_wire;
+/* (an atomic TSan models, not its interface calls, which libiwarp.so
+ * would have to link: the RMWs make one release sequence) */
+extern atomic_uint xr_wire;
 static inline void xr_wire_send(void)
 {
-	__tsan_release(&xr_wire);
+	atomic_fetch_add_explicit(&xr_wire, 1, memory_order_release);
 }
 static inline void xr_wire_recv(void)
 {
-	__tsan_acquire(&xr_wire);
+	(void)atomic_load_explicit(&xr_wire, memory_order_acquire);
 }
 #else
 static inline void xr_wire_send(void)
