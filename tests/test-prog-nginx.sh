@@ -137,7 +137,6 @@ nginx_case() {
 }
 
 none_run() { "$@"; }
-roce_run() { XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp --roce "$@"; }
 wrk_c=16
 nginx_case iwarp iwarp_run iwarp_run iwarp
 nginx_case mixed iwarp_run plain_run plain

@@ -132,10 +132,6 @@ data() {
     fi
 }
 
-roce_run() {
-    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp --roce "$@"
-}
-
 t0=$(date +%s)
 # a) all iWARP
 start_redis a iwarp_run

@@ -139,6 +139,10 @@ plain_run() {
 iwarp_run() {
     XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp "$@"
 }
+# the same over the RoCE v2 transport
+roce_run() {
+    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp --roce "$@"
+}
 
 # capture_begin NAME PORT / capture_end NAME MODE(iwarp|plain): with
 # capture=1 (xs_capture_ok), the segments on PORT whose payload starts with

@@ -126,7 +126,6 @@ static void reset_after_fork(void)
 	xrcm.in_cb = NULL;
 }
 
-
 /* mu held. */
 static int start(void)
 {

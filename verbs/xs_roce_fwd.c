@@ -81,9 +81,12 @@ int xr_fwd_open(struct xs_roce_conn *x)
 
 bool xr_fwd_for(const struct xs_roce_conn *x, const uint8_t *pkt, size_t len, uint32_t *qpn)
 {
+	struct roce_bth bth;
+
 	if (len < ROCE_BTH_LEN)
 		return false;
-	*qpn = xs_get_be32(pkt + 4) & ROCE_QPN_MASK;
+	roce_bth_decode(pkt, &bth);
+	*qpn = bth.dqpn;
 	return *qpn != x->path.qpn;
 }
 
@@ -142,7 +145,6 @@ void xr_fwd_drain(struct xs_roce_conn *x)
 		size_t len = (size_t)n, seg;
 
 		xr_wire_recv();
-
 		if (len > XR_FWD_HDR + XR_RX_BUF || len <= XR_FWD_HDR || xs_get_be16(buf + 2) != 0)
 			continue; /* not from a libiwarp of this version */
 		seg = xs_get_be16(buf);
