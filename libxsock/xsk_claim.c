@@ -46,6 +46,13 @@ bool xsk_fork_sandboxed(void)
 	return probed_sandbox;
 }
 
+bool xsk_maker_only(const struct xsk *s)
+{
+	const struct xsk_stack *st = xsk_stack();
+
+	return st && (st->kernel || s->msg_imm);
+}
+
 bool xsk_fork_use(struct xsk *s)
 {
 	unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
@@ -61,8 +68,8 @@ bool xsk_fork_use(struct xsk *s)
 	}
 	s->claim_gen = g;
 	st = xsk_stack();
-	if (st && st->kernel && s->owner_pid != getpid())
-		s->foreign = true; /* the kernel obeys the maker alone: a relay client */
+	if (xsk_maker_only(s) && s->owner_pid != getpid())
+		s->foreign = true; /* the maker's alone: a relay client */
 	else if (st && st->claim && s->id && st->claim(s->id) == -EBUSY)
 		s->foreign = true;
 	else if (s->relay)
@@ -76,7 +83,7 @@ bool xsk_fork_quiet(struct xsk *s)
 
 	if (s->foreign)
 		return true;
-	if (st && st->kernel)
+	if (xsk_maker_only(s))
 		return s->owner_pid != getpid();
 	return st && st->fork_mode && s->id && st->fork_mode(s->id) != 0;
 }

@@ -148,9 +148,10 @@ void xsk_free(struct xsk *s)
 		 * iWARP, msg_imm, no TCP connection to reset: a disconnect) */
 		s->disc_sent = true;
 	}
-	if (st && st->kernel && xsk_fork_quiet(s)) {
-		/* the kernel's objects are the other process's too: leave them
-		 * (and the stack's small structures) to it, close our files */
+	if (xsk_maker_only(s) && xsk_fork_quiet(s)) {
+		/* the kernel's (or the RoCE engine's) objects are the other
+		 * process's too: leave them (and the stack's small structures)
+		 * to it, close our files */
 		if (s->cch)
 			xsk_real.close(s->cch->fd);
 		if (s->ch)

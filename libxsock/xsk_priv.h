@@ -437,6 +437,11 @@ bool xsk_vfork_child(void);
  * connection or listener; a socket another process claimed first becomes
  * foreign.  false if s is foreign (the caller reports EBUSY). */
 bool xsk_fork_use(struct xsk *s);
+/* Only the process that made s's connection can drive it (xsk_claim.c):
+ * over a kernel stack (the kernel obeys that process alone) and over
+ * RoCE (the connection's state and its engine are that process's memory
+ * and thread); every other process's copy is a relay client. */
+bool xsk_maker_only(const struct xsk *s);
 /* This process may not run the stack (a seccomp sandbox that refuses
  * open(): OpenSSH's pre-authentication child); probed once per process. */
 bool xsk_fork_sandboxed(void);

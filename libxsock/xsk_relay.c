@@ -23,7 +23,9 @@
  *
  * Over a kernel stack (xsock(7) KERNEL STACK) only the process that made a
  * connection can drive it: the kernel refuses the rdma_cm and verbs
- * commands of another process on the same files (EACCES).  So the maker
+ * commands of another process on the same files (EACCES); over RoCE the
+ * connection is the maker's engine thread and memory (xsk_maker_only).
+ * So the maker
  * is always the owner and every other process a client.  When the owner's
  * application closes a connection a client still holds (the pre-fork
  * server's parent), the connection is orphaned to the relay thread: it
@@ -96,13 +98,12 @@ void xsk_relay_set_io(xsk_relay_io_fn *io)
 /* fork prepare (s->mu not held, the fd table locked): one more channel. */
 void xsk_relay_fork_prepare(struct xsk *s)
 {
-	const struct xsk_stack *st = xsk_stack();
 	struct xsk_relay *r;
 	int sp[2];
 
 	if (s->state != XSK_CONNECTED || s->foreign || s->peer_gone)
 		return;
-	if (st && st->kernel && s->owner_pid != getpid())
+	if (xsk_maker_only(s) && s->owner_pid != getpid())
 		return; /* a client already: only the maker relays */
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -374,7 +375,7 @@ static bool xsk_relay_orphan(struct xsk *s)
 	pid_t me = getpid();
 	struct xsk_relay *keep = NULL;
 
-	if (!st || !st->kernel || !s->relay || s->owner_pid != me)
+	if (!st || !xsk_maker_only(s) || !s->relay || s->owner_pid != me)
 		return false;
 	pthread_mutex_lock(&s->mu);
 	if (s->state == XSK_CONNECTED && !s->foreign)

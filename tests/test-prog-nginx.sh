@@ -8,9 +8,11 @@
 #   (b) nginx under --iwarp, plain curl and wrk (the mixed listener);
 #   (c) both plain (no preload): the figures xsock/plain are printed;
 #   (d) nginx and the clients under `xsock-run --iwarp --roce` (RoCE v2),
-#       nginx as one process (master_process off: a listener over RoCE is
-#       not yet shared with forked workers, docs/interop.md), wrk with 64
-#       connections: their UDP ports share 4-tuples
+#       the master and its 2 workers sharing the listener (the master
+#       releases it, each worker claims it: REQs reach whichever worker
+#       reads the listener's name; the workers run as nobody, beside the
+#       root master on port 4791), wrk with 64 connections: their UDP
+#       ports share 4-tuples
 #       (xs_roce_fwd.c), the stack's descriptors stay out of the low
 #       numbers wrk sizes its event loop by (10 + 3 per connection), and
 #       nginx's close at keepalive_requests is no reset (ordered_close).
@@ -143,7 +145,7 @@ nginx_case mixed iwarp_run plain_run plain
 cap=$capture; capture=0 # (c) is the reference: not captured
 nginx_case plain none_run none_run plain
 capture=$cap
-wrk_c=64 workers=1
+wrk_c=64
 cap=$capture; capture=0 # (RoCE v2: no TCP to see)
 nginx_case roce roce_run roce_run plain
 capture=$cap

@@ -96,6 +96,17 @@ struct xs_listener *xs_cm_listener(struct rdma_cm_id *id)
 	return l;
 }
 
+struct xs_rcm_listener *xs_cm_rlistener(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+	struct xs_rcm_listener *l;
+
+	pthread_mutex_lock(&c->lock);
+	l = c->roce ? c->rlistener : NULL;
+	pthread_mutex_unlock(&c->lock);
+	return l;
+}
+
 /* Private to libxsock (xs_priv_abi.h): the id's connection's receive wait,
  * kept here so that the engine takes a connection, never a CM id. */
 XS_EXPORT int xsock_priv_rx_wait(struct rdma_cm_id *id, int on)

@@ -32,6 +32,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "verbs/xs_internal.h"
+#include "verbs/xs_roce_cm.h"
 
 struct xs_arena {
 	void *base;
@@ -75,9 +76,12 @@ static struct xs_arena *arena_new(unsigned words)
 
 static void fork_prepare(void)
 {
-	unsigned need = xs_engine_fork_prepare(); /* registry locked from here */
-	struct xs_arena *a = need ? arena_new(need) : NULL;
+	unsigned need;
+	struct xs_arena *a;
 
+	xs_rcm_fork_prepare(); /* the RoCE CM's lock, taken alone */
+	need = xs_engine_fork_prepare(); /* registry locked from here */
+	a = need ? arena_new(need) : NULL;
 	/* no arena: those connections stay with the parent (FOREIGN in the child) */
 	xs_engine_fork_assign(a, a ? (_Atomic int *)a->base : NULL);
 }
@@ -85,11 +89,13 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
 	xs_engine_fork_parent();
+	xs_rcm_fork_parent();
 }
 
 static void fork_child(void)
 {
 	xs_engine_fork_child();
+	xs_rcm_fork_child();
 	xs_cm_fork_child();
 	xs_cq_fork_child();
 }
@@ -122,11 +128,15 @@ __attribute__((constructor)) static void xs_fork_init(void)
  * 0, or -EBUSY if another process claimed the connection first. */
 XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id)
 {
+	struct xs_rcm_listener *rl;
 	struct xs_listener *l;
 	struct xs_conn *c;
 
 	if (!id)
 		return -EINVAL;
+	rl = xs_cm_rlistener(id);
+	if (rl)
+		return xs_rcm_listener_claim(rl);
 	l = xs_cm_listener(id);
 	if (l) {
 		xs_listener_claim(l);
@@ -141,8 +151,13 @@ XS_EXPORT int xsock_priv_claim(struct rdma_cm_id *id)
  * listener. */
 XS_EXPORT int xsock_priv_release(struct rdma_cm_id *id)
 {
+	struct xs_rcm_listener *rl = id ? xs_cm_rlistener(id) : NULL;
 	struct xs_listener *l = id ? xs_cm_listener(id) : NULL;
 
+	if (rl) {
+		xs_rcm_listener_release(rl);
+		return 0;
+	}
 	if (!l)
 		return -EINVAL;
 	xs_listener_release(l);

@@ -477,6 +477,9 @@ int xs_fork_new_eventfd(int fd, unsigned flags, uint64_t value);
  * (cm_proc.c; xs_qp_conn: verbs_qp.c). */
 struct xs_conn *xs_cm_conn(struct rdma_cm_id *id);
 struct xs_listener *xs_cm_listener(struct rdma_cm_id *id);
+/* A RoCE id's listener (xs_roce_cm.h), or NULL. */
+struct xs_rcm_listener;
+struct xs_rcm_listener *xs_cm_rlistener(struct rdma_cm_id *id);
 struct xs_conn *xs_qp_conn(struct ibv_qp *qp);
 
 /* ---- QP <-> CM (verbs_qp.c, used by cm_conn.c) ---------------------------- */

@@ -103,16 +103,8 @@ static void reset_after_fork(void)
 		xrcm.conns = r->next;
 		free(r);
 	}
-	/* the parent's listeners stay listed (the child's ids point to them
-	 * and may unlisten them) but take nothing here: their names are the
-	 * parent's (a listener over RoCE is not shared with a fork child yet:
-	 * docs/interop.md) */
-	for (struct xs_rcm_listener *l = xrcm.listeners; l; l = l->next)
-		for (int i = 0; i < 2; i++) {
-			if (l->fd[i] >= 0)
-				close(l->fd[i]);
-			l->fd[i] = -1;
-		}
+	/* the listeners stay, with their names shared with the parent, and
+	 * dormant since the fork (xs_rcm_fork_child) until claimed */
 	if (xrcm.fd4 >= 0)
 		close(xrcm.fd4);
 	if (xrcm.fd6 >= 0)
@@ -219,7 +211,7 @@ static struct xs_rcm_listener *find_listener(uint64_t sid, const struct sockaddr
 	struct xs_rcm_listener *l;
 
 	for (l = xrcm.listeners; l; l = l->next)
-		if (l->sid == sid && l->fd[fam] >= 0 &&
+		if (l->sid == sid && l->fd[fam] >= 0 && !l->dormant &&
 		    (xrcm_addr_any(&l->local) || xrcm_addr_eq(&l->local, local)))
 			return l;
 	return NULL;
@@ -616,7 +608,7 @@ static void *loop_main(void *arg)
 		pf[n++] = (struct pollfd){ .fd = xrcm.fdu, .events = POLLIN };
 		for (l = xrcm.listeners; l && (size_t)n + 2 <= xrcm_pf_cap; l = l->next)
 			for (i = 0; i < 2; i++)
-				if (l->fd[i] >= 0)
+				if (l->fd[i] >= 0 && !l->dormant)
 					pf[n++] = (struct pollfd){ .fd = l->fd[i], .events = POLLIN };
 		pthread_mutex_unlock(&xrcm.mu);
 		if (p.cb) {
@@ -732,6 +724,56 @@ void xs_rcm_unlisten(struct xs_rcm_listener *l)
 	/* the engine may still poll the numbers once; it reads only from
 	 * listed fds (fwd_fd_live), and these are not listed any more */
 	listener_close(l);
+}
+
+/* Fork (xs_fork.c).  The engine thread may hold mu at fork: the child
+ * must not inherit it locked.  The child's listeners are the parent's
+ * names, shared: dormant there until claimed (a pre-fork server's workers
+ * claim them when they accept; a child that never accepts takes none). */
+void xs_rcm_fork_prepare(void)
+{
+	pthread_mutex_lock(&xrcm.mu);
+}
+
+void xs_rcm_fork_parent(void)
+{
+	pthread_mutex_unlock(&xrcm.mu);
+}
+
+void xs_rcm_fork_child(void)
+{
+	for (struct xs_rcm_listener *l = xrcm.listeners; l; l = l->next)
+		l->dormant = true;
+	xrcm.in_cb = NULL; /* the parent's thread ran it: no wait for it here */
+	pthread_mutex_unlock(&xrcm.mu);
+	pthread_cond_init(&xrcm.cv, NULL);
+}
+
+/* This process takes l's REQs from now on (an engine of its own started
+ * first in a fork child): 0 or -errno. */
+int xs_rcm_listener_claim(struct xs_rcm_listener *l)
+{
+	int rc;
+
+	pthread_mutex_lock(&xrcm.mu);
+	rc = start();
+	if (!rc && l->dormant) {
+		l->dormant = false;
+		(void)!eventfd_write(xrcm.wake, 1); /* poll its names again */
+	}
+	pthread_mutex_unlock(&xrcm.mu);
+	return rc;
+}
+
+/* REQs for l go to the other processes that share it (a REQ here is
+ * passed on through its name) until this process claims it again. */
+void xs_rcm_listener_release(struct xs_rcm_listener *l)
+{
+	pthread_mutex_lock(&xrcm.mu);
+	l->dormant = true;
+	if (xrcm.wake >= 0 && xrcm.pid == getpid())
+		(void)!eventfd_write(xrcm.wake, 1);
+	pthread_mutex_unlock(&xrcm.mu);
 }
 
 int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, struct xs_rcm **out)

@@ -90,6 +90,14 @@ int xs_rcm_listen(const struct sockaddr *local, bool afonly, uint64_t service_id
 		  void *ctx, struct xs_rcm_listener **out);
 /* No callback for l after this returns. */
 void xs_rcm_unlisten(struct xs_rcm_listener *l);
+/* Fork: a listener shared with a fork's other side takes REQs in the
+ * processes that claimed it (0 or -errno), none in one that released it;
+ * a child's copies start released.  The fork_* calls are xs_fork.c's. */
+int xs_rcm_listener_claim(struct xs_rcm_listener *l);
+void xs_rcm_listener_release(struct xs_rcm_listener *l);
+void xs_rcm_fork_prepare(void);
+void xs_rcm_fork_parent(void);
+void xs_rcm_fork_child(void);
 
 /* Send a REQ; the answer comes as an event. */
 int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, struct xs_rcm **out);

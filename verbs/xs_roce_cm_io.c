@@ -87,6 +87,11 @@ int xrcm_udp_open(int family)
 		return -errno;
 	memset(&ss, 0, sizeof(ss));
 	ss.ss_family = (sa_family_t)family;
+	/* SO_REUSEADDR too: a reuseport group is one user's, and a process
+	 * of another (nginx's workers run as nobody under a root master)
+	 * binds beside it only with both sockets' sk_reuse (udp.c:
+	 * udp_lib_lport_inuse); a MAD taken by the wrong group is passed on */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (family == AF_INET) {
 		((struct sockaddr_in *)&ss)->sin_port = htons(ROCE_UDP_PORT);

@@ -66,6 +66,11 @@ struct xs_rcm_listener {
 	uint64_t sid;
 	struct sockaddr_storage local; /* the wildcard: any */
 	int fd[2]; /* the names that make the service ours: [0] IPv4, [1] IPv6; -1: not taken */
+	/* this process takes no REQ for it (a fork's copy not claimed, or a
+	 * parent's released by libxsock): its REQs go to the processes that
+	 * read the shared names, as a TCP listener's connections go to the
+	 * processes that accept on it */
+	bool dormant;
 	xs_rcm_cb cb;
 	void *ctx;
 };
