@@ -14,6 +14,9 @@
  *   child    forgets the parent's ring and engine thread (a new one starts
  *            on first use) and gets private eventfds under the same fd
  *            numbers for its CM and completion channels.
+ * The RoCE CM's lock is held across the fork too, and a child's copies of
+ * its listeners are dormant until claimed (xs_roce_cm.c); a RoCE
+ * connection is its maker's alone (libxsock relays other processes' use).
  * A DORMANT or FOREIGN copy never shuts the TCP connection down: closing
  * it only drops this process's state and its reference to the socket,
  * like close(2) of a TCP socket another process also holds.

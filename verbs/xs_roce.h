@@ -41,6 +41,13 @@ typedef void (*xs_roce_stray_fn)(const uint8_t *pkt, size_t len, const struct so
 				 const struct sockaddr_storage *local);
 void xs_roce_set_stray(xs_roce_stray_fn fn);
 
+/* Pass one RC packet pkt[0..len) that reached the CM's socket on to QP
+ * qpn of address local, whatever process owns it (xs_roce_fwd.c): 0,
+ * -ENOENT (no such QP yet), -EAGAIN (its queue is full), or -errno.  Any
+ * thread; never waits. */
+int xs_roce_pass_to_qp(const struct sockaddr_storage *local, uint32_t qpn, const uint8_t *pkt,
+		       size_t len);
+
 /* RTR: -EADDRNOTAVAIL (local address not ours), -EINVAL, -ENOMEM, or the
  * socket calls' errors. */
 int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out);

@@ -586,7 +586,7 @@ static void *loop_main(void *arg)
 		struct pollfd *pf;
 		struct xs_rcm_listener *l;
 		struct pending p;
-		uint64_t next;
+		uint64_t next, early = xrcm_early_retry();
 		int n = 0, i, tmo;
 
 		memset(&p, 0, sizeof(p));
@@ -596,6 +596,8 @@ static void *loop_main(void *arg)
 			return NULL;
 		}
 		next = timers(&p);
+		if (early && (!next || early < next))
+			next = early;
 		i = 0;
 		for (l = xrcm.listeners; l; l = l->next)
 			i += 2;

@@ -10,13 +10,16 @@
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "util/xs_clock.h"
 #include "verbs/xs_internal.h"
+#include "verbs/xs_roce.h"
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_cm_priv.h"
 
@@ -249,8 +252,83 @@ void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_s
 		xs_log("roce cm: send to QP 1 failed: %s", strerror(errno));
 }
 
+/* ---- RC packets that came to the CM ------------------------------------------ */
+
+/* An RC packet here is one its QP's receive socket was not connected for
+ * yet: a responder sends as soon as it is RTS (rdma_accept lets it, before
+ * the RTU), and its first packets beat the REP's processing on this side,
+ * which cost a NAK-sequence round trip per connection (or a retransmit
+ * timeout when it sent one packet).  Each goes on to its QP's name
+ * (xs_roce_fwd.c), bound before the QP's socket, and waits there until the
+ * QP's engine polls it; one whose name is not bound yet (the REP still in
+ * another process's CM) is held and tried again each millisecond for up
+ * to XRCM_EARLY_MS.  Engine thread only. */
+#define XRCM_EARLY_N 8
+#define XRCM_EARLY_MS 50
+
+struct xrcm_early {
+	uint64_t until;
+	struct sockaddr_storage local;
+	uint32_t qpn;
+	uint16_t len;
+	uint8_t pkt[XRCM_RX_MAX];
+};
+
+static struct xrcm_early *early_held;
+static unsigned early_n;
+
+static void early_drop(const struct xrcm_early *e, int err)
+{
+	xs_log("roce cm: RC packet for QP %u (opcode 0x%02x) that came before its socket dropped: %s",
+	       e->qpn, e->pkt[0], err == -ENOENT ? "no such QP" : strerror(-err));
+}
+
+static void xrcm_early(const uint8_t *pkt, size_t len, const struct sockaddr_storage *local,
+		       uint32_t qpn)
+{
+	struct xrcm_early *e;
+	int rc = xs_roce_pass_to_qp(local, qpn, pkt, len);
+
+	if (rc != -ENOENT)
+		return; /* passed on, or a full queue: a loss the peer resends */
+	if (!early_held)
+		early_held = calloc(XRCM_EARLY_N, sizeof(*early_held));
+	if (!early_held || early_n == XRCM_EARLY_N || len > XRCM_RX_MAX)
+		return;
+	e = &early_held[early_n++];
+	e->until = xs_now_ms() + XRCM_EARLY_MS;
+	e->local = *local;
+	e->qpn = qpn;
+	e->len = (uint16_t)len;
+	memcpy(e->pkt, pkt, len);
+}
+
+uint64_t xrcm_early_retry(void)
+{
+	uint64_t now;
+	unsigned i = 0;
+
+	if (!early_n)
+		return 0;
+	now = xs_now_ms();
+	while (i < early_n) {
+		struct xrcm_early *e = &early_held[i];
+		int rc = xs_roce_pass_to_qp(&e->local, e->qpn, e->pkt, e->len);
+
+		if (rc == -ENOENT && now < e->until) {
+			i++;
+			continue;
+		}
+		if (rc && rc != -EAGAIN)
+			early_drop(e, rc);
+		*e = early_held[--early_n];
+	}
+	return early_n ? now + 1 : 0;
+}
+
 /* One datagram from UDP port 4791 (engine thread, no lock): a MAD goes to
- * xrcm_handle_mad; from: the sender's address and port, local: ours. */
+ * xrcm_handle_mad, an RC packet to its QP (xrcm_early); from: the sender's
+ * address and port, local: ours. */
 static void rx_datagram(const uint8_t *buf, size_t n, const struct sockaddr_storage *from,
 			const struct sockaddr_storage *local)
 {
@@ -276,18 +354,19 @@ static void rx_datagram(const uint8_t *buf, size_t n, const struct sockaddr_stor
 		xs_log("roce cm: packet on port %u dropped: %s", ROCE_UDP_PORT, roce_perr_str(pe));
 		return;
 	}
-	if (p.bth.opcode != ROCE_UD_SEND_ONLY || p.bth.dqpn != ROCE_GSI_QPN ||
-	    p.deth.qkey != ROCE_GSI_QKEY || p.paylen != ROCE_MAD_LEN) {
-		/* an RC packet before its QP's socket exists, or not
-		 * for QP 1: the peer resends it */
+	if (!(roce_ops[p.bth.opcode].flags & ROCE_F_UD)) {
+		xrcm_early(buf, n, local, p.bth.dqpn);
 		return;
 	}
+	if (p.bth.opcode != ROCE_UD_SEND_ONLY || p.bth.dqpn != ROCE_GSI_QPN ||
+	    p.deth.qkey != ROCE_GSI_QKEY || p.paylen != ROCE_MAD_LEN)
+		return; /* not for QP 1 */
 	xrcm_handle_mad(p.payload, local, from, false);
 }
 
 void xrcm_rx_udp(int fd)
 {
-	uint8_t buf[2048];
+	uint8_t buf[XRCM_RX_MAX + 1]; /* longer: truncated, its ICRC fails */
 	struct sockaddr_storage from, local;
 	union {
 		char b[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 64];
@@ -340,13 +419,13 @@ void xrcm_rx_udp(int fd)
 bool xrcm_stray_send(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
 		     const struct sockaddr_storage *local)
 {
-	uint8_t b[XRCM_STRAY_HDR + XRCM_PKT_MAX];
+	uint8_t b[XRCM_STRAY_HDR + XRCM_RX_MAX];
 	struct sockaddr_un un;
 	socklen_t ulen = unix_name(&un, XRCM_TAG, xrcm.tag);
 	uint16_t port = from->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)from)->sin6_port :
 						      ((const struct sockaddr_in *)from)->sin_port;
 
-	if (len > XRCM_PKT_MAX || from->ss_family != local->ss_family)
+	if (len > XRCM_RX_MAX || from->ss_family != local->ss_family)
 		return false;
 	b[0] = XRCM_STRAY | (from->ss_family == AF_INET ? 4 : 6);
 	xrcm_addr_bytes(from, b + 1);
@@ -373,7 +452,7 @@ static bool fwd_fd_live(int fd)
 
 void xrcm_rx_fwd(int fd)
 {
-	uint8_t b[XRCM_STRAY_HDR + XRCM_PKT_MAX + 1];
+	uint8_t b[XRCM_STRAY_HDR + XRCM_RX_MAX + 1];
 	struct sockaddr_storage local, peer;
 	ssize_t n;
 	int k;
@@ -385,7 +464,7 @@ void xrcm_rx_fwd(int fd)
 		if (n < 0)
 			return;
 		if (n > XRCM_STRAY_HDR && (b[0] == (XRCM_STRAY | 4) || b[0] == (XRCM_STRAY | 6)) &&
-		    n <= XRCM_STRAY_HDR + XRCM_PKT_MAX) {
+		    n <= XRCM_STRAY_HDR + XRCM_RX_MAX) {
 			int fam = b[0] == (XRCM_STRAY | 4) ? AF_INET : AF_INET6;
 			uint16_t port;
 

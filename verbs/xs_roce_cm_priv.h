@@ -34,6 +34,9 @@
 #define XRCM_MRA_TIMEOUT 20 /* what our MRAs ask for: 4.096 us * 2^20 ~ 4 s */
 #define XRCM_FWD_LEN (1 + 16 + 16 + ROCE_MAD_LEN) /* family, local, peer, MAD */
 #define XRCM_PKT_MAX (ROCE_BTH_LEN + ROCE_DETH_LEN + ROCE_MAD_LEN + 3 + ROCE_ICRC_LEN)
+/* the largest datagram the CM's sockets take: an RC packet of a 4096-octet
+ * path MTU with its headers (xrcm_early) */
+#define XRCM_RX_MAX (ROCE_MAX_HDR_LEN + 4096 + 3 + ROCE_ICRC_LEN)
 
 enum xrcm_state { S_REQ_SENT, S_REP_RCVD, S_REQ_RCVD, S_REP_SENT, S_EST, S_DREQ_SENT, S_TIMEWAIT,
 		  S_DONE };
@@ -127,6 +130,9 @@ bool xrcm_stray_send(const uint8_t *pkt, size_t len, const struct sockaddr_stora
  * lock): each MAD goes to xrcm_handle_mad. */
 void xrcm_rx_udp(int fd);
 void xrcm_rx_fwd(int fd);
+/* Try the held RC packets again (xrcm_early; engine thread, no lock): the
+ * time of the next try, 0 if none is held. */
+uint64_t xrcm_early_retry(void);
 
 /* ---- xs_roce_cm.c -------------------------------------------------------------- */
 

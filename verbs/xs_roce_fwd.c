@@ -109,26 +109,52 @@ static int fwd_any_fd(void)
 	return f;
 }
 
-void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size_t len, size_t seg)
+/* One datagram of packets of seg octets to QP qpn of local from fd: 0 or
+ * -errno (-ENOENT: nobody has the name). */
+static int fwd_pass(int fd, const struct sockaddr_storage *local, uint32_t qpn,
+		    const uint8_t *pkts, size_t len, size_t seg)
 {
 	uint8_t hdr[XR_FWD_HDR];
 	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)pkts, len } };
 	struct sockaddr_un un;
 	struct msghdr m = { .msg_name = &un, .msg_iov = iov, .msg_iovlen = 2 };
 
-	m.msg_namelen = fwd_name(&un, &x->path.local, qpn);
+	m.msg_namelen = fwd_name(&un, local, qpn);
 	xs_put_be16(hdr, (uint16_t)seg);
 	xs_put_be16(hdr + 2, 0);
 	xr_wire_send();
-	if (sendmsg(x->fwd_fd >= 0 ? x->fwd_fd : fwd_any_fd(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		return 0;
+	if (errno == ECONNREFUSED)
+		return -ENOENT;
+	return -errno;
+}
+
+int xs_roce_pass_to_qp(const struct sockaddr_storage *local, uint32_t qpn, const uint8_t *pkt,
+		       size_t len)
+{
+	int fd = fwd_any_fd();
+
+	if (fd < 0)
+		return -EMFILE;
+	return fwd_pass(fd, local, qpn, pkt, len, len);
+}
+
+void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size_t len, size_t seg)
+{
+	int rc = fwd_pass(x->fwd_fd >= 0 ? x->fwd_fd : fwd_any_fd(), &x->path.local, qpn, pkts, len,
+			  seg);
+
+	if (!rc) {
 		x->fwd_passed += (len + seg - 1) / seg;
 		return;
 	}
+	errno = -rc;
 	if (errno == EAGAIN)
 		return; /* the owner's queue is full: a loss its peer resends */
 	x->rx_bad++;
 	xs_log("roce: QP %u: packet for QP %u (opcode 0x%02x) dropped: %s", x->path.qpn, qpn,
-	       pkts[0], errno == ECONNREFUSED || errno == ENOENT ? "no such QP" : strerror(errno));
+	       pkts[0], errno == ENOENT ? "no such QP" : strerror(errno));
 }
 
 void xr_fwd_drain(struct xs_roce_conn *x)

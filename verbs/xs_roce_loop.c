@@ -83,10 +83,13 @@ static void drain(struct xs_roce_conn *x, bool sock, bool fwd)
 {
 	pthread_mutex_lock(&x->rx_mu);
 	if (!atomic_load(&x->fatal) && (atomic_load(&x->attached) || atomic_load(&x->lingering))) {
+		/* the name first while nothing was taken: what the CM passed
+		 * on there came before the socket was connected (xrcm_early),
+		 * ahead of what the socket holds */
+		if (fwd || (sock && x->epsn == x->path.rq_psn))
+			xr_fwd_drain(x);
 		if (sock)
 			xr_rx_drain(x, SIZE_MAX);
-		if (fwd)
-			xr_fwd_drain(x);
 	}
 	pthread_mutex_unlock(&x->rx_mu);
 }
