@@ -22,6 +22,52 @@ void xsk_ep_readd(struct xsk *s)
 	xsk_tab_unlock();
 }
 
+int xsk_ep_take_fd(struct xsk *s, int fd, struct xsk_ep_moved **out)
+{
+	struct xsk_epreg **pp, *r;
+	int n = 0, i = 0;
+
+	*out = NULL;
+	xsk_tab_lock();
+	for (r = *xsk_regs(s); r; r = r->next_of_sock)
+		n += r->fd == fd;
+	if (n)
+		*out = malloc((size_t)n * sizeof(**out));
+	pp = xsk_regs(s);
+	while (*out && (r = *pp)) {
+		struct xsk_epset *ep = xsk_tab_epset(r->epfd);
+		struct xsk_epreg **q = ep ? &ep->regs : NULL;
+
+		if (r->fd != fd) {
+			pp = &r->next_of_sock;
+			continue;
+		}
+		/* a fired EPOLLONESHOT stays disarmed: no event but a hang-up
+		 * or an error until the application's EPOLL_CTL_MOD */
+		(*out)[i].epfd = r->epfd;
+		(*out)[i].ev.events = r->disabled ? EPOLLONESHOT : r->events;
+		(*out)[i].ev.data = r->data;
+		i++;
+		REAL(epoll_ctl)(r->epfd, EPOLL_CTL_DEL, fd, NULL);
+		xsk_ep_in_regs_add(s, -((r->events & EPOLLIN) != 0));
+		while (q && *q && *q != r)
+			q = &(*q)->next_in_set;
+		if (q && *q)
+			*q = r->next_in_set;
+		*pp = r->next_of_sock;
+		free(r);
+	}
+	xsk_tab_unlock();
+	return i;
+}
+
+void xsk_ep_give_fd(int fd, struct xsk_ep_moved *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		REAL(epoll_ctl)(v[i].epfd, EPOLL_CTL_ADD, fd, &v[i].ev);
+	free(v);
+}
+
 static struct xsk_epreg *reg_find_locked(struct xsk_epset *ep, int fd)
 {
 	for (struct xsk_epreg *r = ep ? ep->regs : NULL; r; r = r->next_in_set)

@@ -201,6 +201,18 @@ static void undo(const struct xsk_stack *st, struct plan *p)
 	p->memfd = -1;
 }
 
+/* c's fd numbers become the relay's kernel socket (xsk_relay_take), which
+ * the execve keeps; the table lock and c->s->mu not held. */
+static void relay_out(const struct carried *c)
+{
+	for (int k = 0; k < c->nfds; k++) {
+		struct xsk *s = xsk_tab_has(c->fds[k]) ? xsk_fd_get(c->fds[k]) : NULL;
+
+		if (s && !xsk_relay_take(c->fds[k], s, true, true))
+			xsk_fd_put(s);
+	}
+}
+
 /* Before the execve: 0 (p->env set when there is something to carry). */
 static void prepare(struct plan *p)
 {
@@ -224,6 +236,17 @@ static void prepare(struct plan *p)
 
 		for (int k = 0; k < c->nfds; k++)
 			stdio |= c->fds[k] <= 2;
+		if (xsk_maker_only(c->s)) {
+			/* a connection its maker alone drives (a kernel stack's,
+			 * RoCE's) has no hand-over: the new program's stdio gets
+			 * the relay's kernel socket (sshd's re-exec, socat's
+			 * EXEC), served by the maker; the maker's own copy and
+			 * any other stay as they are */
+			if (stdio && c->s->owner_pid != getpid())
+				relay_out(c);
+			p->c[i] = p->c[--p->n];
+			continue;
+		}
 		pthread_mutex_lock(&c->s->mu);
 		if (c->s->state != XSK_CONNECTED && c->s->state != XSK_LISTENING)
 			mode = 2; /* fresh (still the TCP socket) or closed: as it is */

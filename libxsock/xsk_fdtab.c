@@ -322,7 +322,8 @@ static struct xsk *slot_sock(int fd)
 
 bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 {
-	int sp = -1, fdfl;
+	struct xsk_ep_moved *mv;
+	int sp = -1, fdfl, nmv;
 
 	if (atomic_load(&xsk_fork_gen) && xsk_fork_sandboxed())
 		return false; /* no dup3 there: the copy stays unusable */
@@ -335,8 +336,16 @@ bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 	if (sp < 0)
 		return false;
 	fdfl = xsk_real.fcntl(fd, F_GETFD);
-	if (xsk_real.dup3(sp, fd, fdfl >= 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+	/* the epoll sets that watch fd go on watching it as the kernel
+	 * socket it becomes: its old file's registrations go with that file,
+	 * and an EPOLL_CTL_MOD would then fail with ENOENT (a postgres
+	 * backend's first wait over RoCE: "epoll_ctl() failed") */
+	nmv = xsk_ep_take_fd(s, fd, &mv);
+	if (xsk_real.dup3(sp, fd, fdfl >= 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		xsk_ep_give_fd(-1, mv, 0);
 		return false;
+	}
+	xsk_ep_give_fd(fd, mv, nmv);
 	xsk_fd_put(s);
 	xsk_tab_detach(fd);
 	return true;

@@ -193,6 +193,17 @@ void xsk_ep_set_free_locked(struct xsk_epset *ep);
 /* s's fd number now holds its inner epoll fd: register it again in every
  * set that knew the original socket (takes the table lock). */
 void xsk_ep_readd(struct xsk *s);
+/* fd's file becomes a kernel socket (xsk_relay_take): ep_take_fd takes
+ * fd's registrations of s out of libxsock's sets and the kernel's (the old
+ * file still at fd; takes the table lock) and returns how many, in *out
+ * (malloc'd; NULL for none); ep_give_fd registers the new file at fd in
+ * those sets with the application's events and frees v. */
+struct xsk_ep_moved {
+	int epfd;
+	struct epoll_event ev;
+};
+int xsk_ep_take_fd(struct xsk *s, int fd, struct xsk_ep_moved **out);
+void xsk_ep_give_fd(int fd, struct xsk_ep_moved *v, int n);
 
 /* ---- fd management (xsk_fdops.c) ----------------------------------------- */
 

@@ -4,7 +4,8 @@
 # (-R), 2 s each, with
 #   iwarp  both ends under `xsock-run --iwarp`,
 #   mixed  the server under it, a plain client (the mixed listener),
-#   plain  both plain (libxsock preloaded, no IWARP socket): the ratios.
+#   plain  both plain (libxsock preloaded, no IWARP socket): the ratios;
+#   roce   both ends under `xsock-run --iwarp --roce` (RoCE v2).
 # The receiver must report a transfer.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
@@ -46,8 +47,12 @@ for k in 1 P4 R; do
     iperf_case "mixed-$k" iwarp_run plain_run plain $f; m=$mbs
     # shellcheck disable=SC2086
     iperf_case "plain-$k" plain_run plain_run plain $f; p=$mbs
-    awk -v a="$a" -v m="$m" -v p="$p" -v k="$k" 'BEGIN {
-        printf "iperf3 %s xsock/plain: %.2fx (%d/%d MB/s), mixed %.2fx\n", k,
-            (p > 0 ? a / p : 0), a, p, (p > 0 ? m / p : 0) }'
+    cap=$capture; capture=0 # (RoCE v2: no TCP to see)
+    # shellcheck disable=SC2086
+    iperf_case "roce-$k" roce_run roce_run plain $f; r=$mbs
+    capture=$cap
+    awk -v a="$a" -v m="$m" -v p="$p" -v r="$r" -v k="$k" 'BEGIN {
+        printf "iperf3 %s xsock/plain: %.2fx (%d/%d MB/s), mixed %.2fx, roce %.2fx (%d MB/s)\n", k,
+            (p > 0 ? a / p : 0), a, p, (p > 0 ? m / p : 0), (p > 0 ? r / p : 0), r }'
 done
 exit $fail

@@ -6,8 +6,11 @@
 # 0 failed transactions and a tps; psql writes a row and reads it back:
 #   iwarp  postgres and the clients under `xsock-run --iwarp`,
 #   mixed  postgres under it, plain clients (the mixed listener),
-#   plain  all plain (libxsock preloaded, no IWARP socket): the ratios.
-# postgres forks a backend per connection (xsock(7) FORK).
+#   plain  all plain (libxsock preloaded, no IWARP socket): the ratios;
+#   roce   postgres and the clients under `xsock-run --iwarp --roce`.
+# postgres forks a backend per connection (xsock(7) FORK): over iWARP the
+# backend claims the connection, over RoCE (a connection is its maker's)
+# the postmaster relays it to the backend.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
@@ -37,16 +40,19 @@ chmod 711 "$tmp"
 # and the server runs plain.  A build tree in a private directory (CI's
 # `mktemp -d` clone is 0700) is not readable to it: then the server gets
 # copies in the scratch directory.
-srv_iwarp=iwarp_run srv_plain=plain_run
+srv_iwarp=iwarp_run srv_plain=plain_run srv_roce=roce_run
 if [ -n "$as_pg" ] && ! $as_pg test -r "$socklib"; then
     mkdir "$tmp/lib"
     cp "${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so.0" "$socklib" "$tmp/lib/"
     chmod 755 "$tmp/lib"; chmod 644 "$tmp/lib/"*
     srvlibs="$tmp/lib/libiwarp.so.0 $tmp/lib/libxsock.so.0"
-    srv_iwarp=srv_iwarp_copy srv_plain=srv_plain_copy
+    srv_iwarp=srv_iwarp_copy srv_plain=srv_plain_copy srv_roce=srv_roce_copy
 fi
 srv_iwarp_copy() {
     LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$srvlibs" XSOCK_IWARP=all XSOCK_RULES= XSOCK_CONFIG= "$@"
+}
+srv_roce_copy() {
+    XSOCK_TRANSPORT=roce srv_iwarp_copy "$@"
 }
 srv_plain_copy() {
     LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$srvlibs" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= "$@"
@@ -128,8 +134,15 @@ pg_case() {
 
 pg_case iwarp $srv_iwarp iwarp_run iwarp; a_rw=$tps_rw a_ro=$tps_ro
 pg_case mixed $srv_iwarp plain_run plain; m_rw=$tps_rw m_ro=$tps_ro
-pg_case plain $srv_plain plain_run plain
+pg_case plain $srv_plain plain_run plain; p_rw=$tps_rw p_ro=$tps_ro
+cap=$capture; capture=0 # (RoCE v2: no TCP to see)
+pg_case roce $srv_roce roce_run plain; r_rw=$tps_rw r_ro=$tps_ro
+capture=$cap
+tps_rw=$p_rw tps_ro=$p_ro
 awk -v a="$a_rw" -v b="$a_ro" -v m="$m_rw" -v n="$m_ro" -v p="$tps_rw" -v q="$tps_ro" 'BEGIN {
     printf "pgbench tps xsock/plain: TPC-B %.2fx (%.0f/%.0f), select-only %.2fx (%.0f/%.0f); mixed %.2fx, %.2fx\n",
         (p > 0 ? a / p : 0), a, p, (q > 0 ? b / q : 0), b, q, (p > 0 ? m / p : 0), (q > 0 ? n / q : 0) }'
+awk -v a="$r_rw" -v b="$r_ro" -v p="$p_rw" -v q="$p_ro" 'BEGIN {
+    printf "pgbench tps roce/plain: TPC-B %.2fx (%.0f/%.0f), select-only %.2fx (%.0f/%.0f)\n",
+        (p > 0 ? a / p : 0), a, p, (q > 0 ? b / q : 0), b, q }'
 exit $fail

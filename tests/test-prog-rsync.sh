@@ -5,7 +5,9 @@
 # and uploaded to a writable one, `diff -r` clean, with
 #   iwarp  both ends under `xsock-run --iwarp`,
 #   mixed  the daemon under it, a plain client (the mixed listener),
-#   plain  both plain (libxsock preloaded, no IWARP socket): the ratio.
+#   plain  both plain (libxsock preloaded, no IWARP socket): the ratio;
+#   roce   both ends under `xsock-run --iwarp --roce` (a RoCE connection is
+#          its maker's: the daemon relays it to its child and on).
 # The daemon forks a child per connection, and each receiving side forks
 # a receiver that reads the socket while its parent, the generator,
 # writes it: the connection is relayed through its owner (xsock(7) FORK).
@@ -76,6 +78,12 @@ down_iwarp=0 up_iwarp=0 down_plain=0 up_plain=0
 rsync_case iwarp iwarp_run iwarp_run iwarp
 rsync_case mixed iwarp_run plain_run plain
 rsync_case plain plain_run plain_run plain
+cap=$capture; capture=0 # (RoCE v2: no TCP to see)
+down_roce=0 up_roce=0
+rsync_case roce roce_run roce_run plain
+capture=$cap
 awk -v a="$down_iwarp" -v b="$down_plain" -v c="$up_iwarp" -v d="$up_plain" 'BEGIN {
     printf "rsync xsock/plain: download %.2fx, upload %.2fx\n", (b > 0 ? a / b : 0), (d > 0 ? c / d : 0) }'
+awk -v a="$down_roce" -v b="$down_plain" -v c="$up_roce" -v d="$up_plain" 'BEGIN {
+    printf "rsync roce/plain: download %.2fx, upload %.2fx\n", (b > 0 ? a / b : 0), (d > 0 ? c / d : 0) }'
 exit $fail
