@@ -124,6 +124,13 @@ pg_case() {
         echo "$name: psql row written and read back, 100000 accounts"
     else
         echo "FAIL $name: psql got '$got'"; fail=1
+        # what each server process was doing (a hang's place)
+        LD_PRELOAD= ps -eo pid,ppid,stat,wchan:24,args | grep "[p]ostgres" | head -20
+        for p in $(LD_PRELOAD= pgrep -u postgres postgres | head -8); do
+            echo "-- $p: $(tr '\0' ' ' </proc/$p/cmdline)"
+            for t in /proc/$p/task/*; do echo "  $(basename "$t") $(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null)"; done
+        done
+        tail -20 "$tmp/$name.srv"
     fi
     pg_stop "$name"
     if grep -q "cannot be preloaded" "$tmp/$name.srv"; then

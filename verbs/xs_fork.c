@@ -14,7 +14,8 @@
  *   child    forgets the parent's ring and engine thread (a new one starts
  *            on first use) and gets private eventfds under the same fd
  *            numbers for its CM and completion channels.
- * The RoCE CM's lock is held across the fork too, and a child's copies of
+ * The RoCE CM's lock (no callback running) and the RoCE loop's are held
+ * across the fork too, and a child's copies of
  * its listeners are dormant until claimed (xs_roce_cm.c); a RoCE
  * connection is its maker's alone (libxsock relays other processes' use).
  * A DORMANT or FOREIGN copy never shuts the TCP connection down: closing
@@ -35,6 +36,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "verbs/xs_internal.h"
+#include "verbs/xs_roce.h"
 #include "verbs/xs_roce_cm.h"
 
 struct xs_arena {
@@ -82,7 +84,8 @@ static void fork_prepare(void)
 	unsigned need;
 	struct xs_arena *a;
 
-	xs_rcm_fork_prepare(); /* the RoCE CM's lock, taken alone */
+	xs_rcm_fork_prepare(); /* the RoCE CM's lock, no callback running */
+	xs_roce_loop_fork_prepare(); /* a leaf */
 	need = xs_engine_fork_prepare(); /* registry locked from here */
 	a = need ? arena_new(need) : NULL;
 	/* no arena: those connections stay with the parent (FOREIGN in the child) */
@@ -92,12 +95,14 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
 	xs_engine_fork_parent();
+	xs_roce_loop_fork_done();
 	xs_rcm_fork_parent();
 }
 
 static void fork_child(void)
 {
 	xs_engine_fork_child();
+	xs_roce_loop_fork_done();
 	xs_rcm_fork_child();
 	xs_cm_fork_child();
 	xs_cq_fork_child();

@@ -68,6 +68,11 @@ uint16_t xs_roce_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
  * xs_roce_loop_exit_wait. */
 void xs_roce_exit_wait(void);
 void xs_roce_loop_exit_wait(void);
+/* Fork (xs_fork.c): the loop's lock, a leaf, is held across fork so
+ * that a child (a worker that claims a listener and starts its own loop)
+ * does not inherit it locked. */
+void xs_roce_loop_fork_prepare(void);
+void xs_roce_loop_fork_done(void);
 
 extern const struct xs_transport_ops xs_tp_roce;
 

@@ -728,13 +728,21 @@ void xs_rcm_unlisten(struct xs_rcm_listener *l)
 	listener_close(l);
 }
 
-/* Fork (xs_fork.c).  The engine thread may hold mu at fork: the child
- * must not inherit it locked.  The child's listeners are the parent's
- * names, shared: dormant there until claimed (a pre-fork server's workers
- * claim them when they accept; a child that never accepts takes none). */
+/* Fork (xs_fork.c).  The engine thread may hold mu at fork, or run a
+ * callback that holds an id's lock (cm_roce.c: a REQ for the listener
+ * while the application forks for the last one): the child must inherit
+ * neither locked.  Postgres' backend closed its copy of the listener and
+ * waited for ever on the id's lock (a stray child, port 4791's sockets
+ * still held, took the MADs hashed to them).  So prepare waits for the
+ * callback to end, and with mu held no other starts.  The child's
+ * listeners are the parent's names, shared: dormant there until claimed
+ * (a pre-fork server's workers claim them when they accept; a child that
+ * never accepts takes none). */
 void xs_rcm_fork_prepare(void)
 {
 	pthread_mutex_lock(&xrcm.mu);
+	while (xrcm.in_cb && xrcm.pid == getpid() && !pthread_equal(pthread_self(), xrcm.thread))
+		pthread_cond_wait(&xrcm.cv, &xrcm.mu);
 }
 
 void xs_rcm_fork_parent(void)
@@ -744,6 +752,17 @@ void xs_rcm_fork_parent(void)
 
 void xs_rcm_fork_child(void)
 {
+	/* the parent's sockets on port 4791 are closed here at once, not at
+	 * the child's first use: a child that outlives its parent (stuck, or
+	 * a daemon's) would keep them bound, unread, and the MADs the kernel
+	 * hashes to them would be lost for every process of the host */
+	int *fds[] = { &xrcm.fd4, &xrcm.fd6, &xrcm.fdu, &xrcm.wake };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
 	for (struct xs_rcm_listener *l = xrcm.listeners; l; l = l->next)
 		l->dormant = true;
 	xrcm.in_cb = NULL; /* the parent's thread ran it: no wait for it here */

@@ -218,6 +218,16 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
+void xs_roce_loop_fork_prepare(void)
+{
+	pthread_mutex_lock(&xr_loop.mu);
+}
+
+void xs_roce_loop_fork_done(void)
+{
+	pthread_mutex_unlock(&xr_loop.mu);
+}
+
 /* At exit, the lingering connections' unACKed packets get their chance
  * (XSOCK_LINGER_MS at most, as for a TCP close): the engine thread runs
  * until the process is gone.  (xs_roce_exit_wait calls it.) */
