@@ -97,8 +97,11 @@ s.settimeout(1); s.connect_ex(("127.0.0.1", int(sys.argv[1])))' "$xs_tdport" 2>/
         sleep 0.2; i=$((i + 1))
     done
     kill -INT "$xs_tdpid"; wait "$xs_tdpid" 2>/dev/null; xs_tdpid=
+    # 1 if the kernel dropped packets (tcpdump behind on a loaded machine;
+    # once 1131 of 2630 that matched a test's port while another test's
+    # traffic used it): the caller's checks of the capture decide
     if grep -q "dropped by kernel" "$1" && ! grep -q "^0 packets dropped by kernel" "$1"; then
-        echo "FAIL: capture dropped packets"; cat "$1"; return 1
+        echo "note: the capture dropped packets: $(grep -h 'dropped by kernel' "$1")"; return 1
     fi
     return 0
 }
