@@ -313,6 +313,14 @@ static void test_listen_again(void)
 	REQUIRE(rdma_bind_addr(l2, (struct sockaddr *)&a) == 0);
 	CHECK(rdma_listen(l2, 4) == 0);
 	CHECK(rdma_destroy_id(l2) == 0);
+	/* a listener closed while the engine runs its listen command: the
+	 * engine must not free it under the closing thread (TSan and ASan) */
+	for (int i = 0; i < 200; i++) {
+		REQUIRE(rdma_create_id(ch, &l2, NULL, RDMA_PS_TCP) == 0);
+		REQUIRE(rdma_bind_addr(l2, (struct sockaddr *)&a) == 0);
+		CHECK(rdma_listen(l2, 4) == 0);
+		CHECK(rdma_destroy_id(l2) == 0);
+	}
 	rdma_destroy_event_channel(ch);
 }
 

@@ -427,12 +427,16 @@ static void run_commands(void)
 	xs_eng.cmds = NULL;
 	ll = xs_eng.lcmds;
 	xs_eng.lcmds = NULL;
+	for (struct xs_listener *l = ll; l; l = l->cmd_next) {
+		l->run_next = l->cmd_next;
+		l->run_close = l->close_cmd;
+		l->cmd_queued = false;
+	}
 	pthread_mutex_unlock(&xs_eng.mu);
 
 	while (ll) {
-		struct xs_listener *next = ll->cmd_next;
-		ll->cmd_queued = false;
-		if (ll->closing) {
+		struct xs_listener *next = ll->run_next;
+		if (ll->run_close) {
 			if ((ll->forked || ll->spared) && ll->poll_armed)
 				xs_eng_poll_cancel(ll, TAG_LISTENER); /* no shutdown() woke it */
 			if (ll->spared)

@@ -217,7 +217,7 @@ void xs_engine_fork_child(void)
 	pthread_cond_init(&xs_eng.late_cv, NULL);
 	for (l = xs_eng.lcmds; l; l = l->cmd_next) {
 		l->cmd_queued = false;
-		if (l->closing)
+		if (l->close_cmd)
 			l->refs--; /* run_commands would have dropped its own */
 	}
 	xs_eng.lcmds = NULL;

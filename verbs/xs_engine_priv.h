@@ -287,8 +287,14 @@ struct xs_listener {
 	pthread_mutex_t mu; /* held around callbacks; closing is set under it */
 	int refs; /* the listener itself + connections still reading a Request (xs_eng.mu) */
 	_Atomic bool closing;
-	struct xs_listener *cmd_next;
+	/* the command queue (xs_eng.mu): run_commands takes the batch, and
+	 * what each entry asks for, in one hold of the lock, so a close queued
+	 * meanwhile waits for the next batch and the caller is done with the
+	 * listener before the engine frees it */
+	struct xs_listener *cmd_next, *run_next;
 	bool cmd_queued;
+	bool close_cmd; /* xs_listener_close asked for its end (xs_eng.mu) */
+	bool run_close; /* close_cmd as the engine's batch saw it (engine thread) */
 	/* fork: on xs_eng.listeners; a child's copy accepts nothing until this
 	 * process uses it (xs_fork_claim_listener) */
 	struct xs_listener *all_next, *all_prev;

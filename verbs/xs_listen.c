@@ -127,6 +127,7 @@ void xs_listener_close(struct xs_listener *l)
 		     xs_spare_keep(l->fd);
 	pthread_mutex_lock(&xs_eng.mu);
 	l->spared = spare;
+	l->close_cmd = true;
 	if (!l->forked && !spare)
 		shutdown(l->fd, SHUT_RDWR);
 	if (!l->cmd_queued) {
