@@ -35,9 +35,6 @@ int xsk_ep_take_fd(struct xsk *s, int fd, struct xsk_ep_moved **out)
 		*out = malloc((size_t)n * sizeof(**out));
 	pp = xsk_regs(s);
 	while (*out && (r = *pp)) {
-		struct xsk_epset *ep = xsk_tab_epset(r->epfd);
-		struct xsk_epreg **q = ep ? &ep->regs : NULL;
-
 		if (r->fd != fd) {
 			pp = &r->next_of_sock;
 			continue;
@@ -50,10 +47,7 @@ int xsk_ep_take_fd(struct xsk *s, int fd, struct xsk_ep_moved **out)
 		i++;
 		REAL(epoll_ctl)(r->epfd, EPOLL_CTL_DEL, fd, NULL);
 		xsk_ep_in_regs_add(s, -((r->events & EPOLLIN) != 0));
-		while (q && *q && *q != r)
-			q = &(*q)->next_in_set;
-		if (q && *q)
-			*q = r->next_in_set;
+		xsk_ep_set_unlink_locked(r);
 		*pp = r->next_of_sock;
 		free(r);
 	}
@@ -139,12 +133,9 @@ XSK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		break;
 	case EPOLL_CTL_DEL:
 		if (r) {
-			struct xsk_epreg **pp = &ep->regs;
+			struct xsk_epreg **pp = xsk_regs(s);
 			xsk_ep_in_regs_add(s, -((r->events & EPOLLIN) != 0));
-			while (*pp != r)
-				pp = &(*pp)->next_in_set;
-			*pp = r->next_in_set;
-			pp = xsk_regs(s);
+			xsk_ep_set_unlink_locked(r);
 			while (*pp && *pp != r)
 				pp = &(*pp)->next_of_sock;
 			if (*pp)

@@ -174,18 +174,22 @@ void xsk_ep_unlink_locked(struct xsk *s)
 
 	while (r) {
 		struct xsk_epreg *next = r->next_of_sock;
-		struct xsk_epset *ep = xsk_tab_epset(r->epfd);
-		if (ep) {
-			struct xsk_epreg **pp = &ep->regs;
-			while (*pp && *pp != r)
-				pp = &(*pp)->next_in_set;
-			if (*pp)
-				*pp = r->next_in_set;
-		}
+		xsk_ep_set_unlink_locked(r);
 		free(r);
 		r = next;
 	}
 	*xsk_regs(s) = NULL;
+}
+
+void xsk_ep_set_unlink_locked(struct xsk_epreg *r)
+{
+	struct xsk_epset *ep = xsk_tab_epset(r->epfd);
+	struct xsk_epreg **pp = ep ? &ep->regs : NULL;
+
+	while (pp && *pp && *pp != r)
+		pp = &(*pp)->next_in_set;
+	if (pp && *pp)
+		*pp = r->next_in_set;
 }
 
 void xsk_ep_set_free_locked(struct xsk_epset *ep)

@@ -187,6 +187,8 @@ static inline uint32_t xsk_ep_kernel_events(uint32_t app)
 /* s's registrations leave their sets and go (xsk_fdtab.c; table lock
  * held; s's last reference). */
 void xsk_ep_unlink_locked(struct xsk *s);
+/* Table lock held: takes r off its epoll set's list (the set may be gone). */
+void xsk_ep_set_unlink_locked(struct xsk_epreg *r);
 /* An epoll set closed: its registrations leave their sockets and go
  * (xsk_fdtab.c; table lock held). */
 void xsk_ep_set_free_locked(struct xsk_epset *ep);

@@ -371,11 +371,10 @@ int xsk_relay_client(struct xsk *s, bool rd)
 
 static bool xsk_relay_orphan(struct xsk *s)
 {
-	const struct xsk_stack *st = xsk_stack();
 	pid_t me = getpid();
 	struct xsk_relay *keep = NULL;
 
-	if (!st || !xsk_maker_only(s) || !s->relay || s->owner_pid != me)
+	if (!xsk_maker_only(s) || !s->relay || s->owner_pid != me)
 		return false;
 	pthread_mutex_lock(&s->mu);
 	if (s->state == XSK_CONNECTED && !s->foreign)

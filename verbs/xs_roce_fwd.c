@@ -149,12 +149,11 @@ void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size
 		x->fwd_passed += (len + seg - 1) / seg;
 		return;
 	}
-	errno = -rc;
-	if (errno == EAGAIN)
+	if (rc == -EAGAIN)
 		return; /* the owner's queue is full: a loss its peer resends */
 	x->rx_bad++;
 	xs_log("roce: QP %u: packet for QP %u (opcode 0x%02x) dropped: %s", x->path.qpn, qpn,
-	       pkts[0], errno == ENOENT ? "no such QP" : strerror(errno));
+	       pkts[0], rc == -ENOENT ? "no such QP" : strerror(-rc));
 }
 
 void xr_fwd_drain(struct xs_roce_conn *x)
