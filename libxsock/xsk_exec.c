@@ -316,22 +316,30 @@ fail:
 	p->n = 0;
 }
 
-/* envp with our variable set (replacing an inherited one); malloc'd. */
-static char **with_env(char *const envp[], const char *var)
+/* envp with our variables set (replacing inherited ones, a NULL one
+ * left out); malloc'd. */
+static char **with_env(char *const envp[], const char *var, const char *raddr)
 {
-	size_t n = 0, k = 0, klen = strlen(XSK_EXEC_ENV) + 1;
+	static const char *const ours[] = { XSK_EXEC_ENV "=", XSK_RADDR_ENV "=" };
+	size_t n = 0, k = 0;
 	char **out;
 
 	while (envp && envp[n])
 		n++;
-	out = malloc((n + 2) * sizeof(*out));
+	out = malloc((n + 3) * sizeof(*out));
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], XSK_EXEC_ENV "=", klen))
+	for (size_t i = 0; i < n; i++) {
+		bool mine = false;
+		for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
+			mine |= !strncmp(envp[i], ours[j], strlen(ours[j]));
+		if (!mine)
 			out[k++] = envp[i];
+	}
 	if (var)
 		out[k++] = (char *)var;
+	if (raddr)
+		out[k++] = (char *)raddr;
 	out[k] = NULL;
 	return out;
 }
@@ -343,15 +351,17 @@ typedef int (*exec_fn)(const char *, char *const[], char *const[]);
 static int exec_common(exec_fn real, const char *path, char *const argv[], char *const envp[])
 {
 	struct plan *p = malloc(sizeof(*p));
-	char **env;
+	char **env, *raddr;
 	int rc, e;
 
 	if (!p)
 		return real(path, argv, envp);
 	prepare(p);
-	env = with_env(envp, p->n && p->env[0] ? p->env : NULL);
+	raddr = xsk_raddr_exec_env(); /* after prepare: its relayed stdio too */
+	env = with_env(envp, p->n && p->env[0] ? p->env : NULL, raddr);
 	rc = real(path, argv, env ? env : (char **)envp);
 	e = errno;
+	free(raddr);
 	if (p->n) {
 		const struct xsk_stack *st = xsk_stack();
 		undo(st, p);

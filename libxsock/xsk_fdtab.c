@@ -326,6 +326,7 @@ static struct xsk *slot_sock(int fd)
 
 bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 {
+	struct sockaddr_storage local = { 0 }, peer = { 0 };
 	struct xsk_ep_moved *mv;
 	int sp = -1, fdfl, nmv;
 
@@ -336,6 +337,12 @@ bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 		sp = xsk_relay_client(s, rd);
 	if (sp >= 0 && xsk_nonblock(s))
 		xsk_real.fcntl(sp, F_SETFL, xsk_real.fcntl(sp, F_GETFL) | O_NONBLOCK);
+	if (sp >= 0 && xsk_peer(s))
+		peer = *xsk_peer(s);
+	if (sp >= 0 && xsk_local(s))
+		local = *xsk_local(s);
+	else
+		local.ss_family = peer.ss_family;
 	xsk_unlock(s);
 	if (sp < 0)
 		return false;
@@ -350,6 +357,8 @@ bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 		return false;
 	}
 	xsk_ep_give_fd(fd, mv, nmv);
+	if (peer.ss_family)
+		xsk_raddr_note(fd, &local, &peer); /* its TCP identity */
 	xsk_fd_put(s);
 	xsk_tab_detach(fd);
 	return true;

@@ -145,6 +145,7 @@ static void fork_prepare(void)
 	xsk_svc_fork_prepare();
 	xsk_tab_fork_prepare(); /* makes the relay channels, with s->mu */
 	xsk_relay_fork_prepare_all(); /* s->mu comes before relay_mu */
+	xsk_raddr_fork_prepare();
 }
 
 /* The parent's listener accepts nothing until the parent uses it again
@@ -167,6 +168,7 @@ static void parent_listener(struct xsk *s)
 static void fork_parent(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
+	xsk_raddr_fork_done();
 	xsk_relay_fork_parent();
 	xsk_tab_fork_parent(parent_listener);
 	xsk_svc_fork_parent();
@@ -176,6 +178,7 @@ static void fork_child(void)
 {
 	xsk_fork_pid = getpid();
 	atomic_fetch_add(&xsk_fork_gen, 1);
+	xsk_raddr_fork_done();
 	xsk_svc_fork_child();
 	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);

@@ -128,6 +128,20 @@ int xsk_tab_next_of(const struct xsk *s, int fd);
  * converted (s's reference dropped).  s->mu and the table lock not held. */
 bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd);
 
+/* ---- relayed sockets' TCP addresses (xsk_relay_addr.c) ------------------- */
+
+#define XSK_RADDR_ENV "XSOCK_RELAY_ADDR"
+
+/* fd became the relay's socket for a connection with these addresses. */
+void xsk_raddr_note(int fd, const struct sockaddr_storage *local,
+		    const struct sockaddr_storage *peer);
+/* true if fd is a relayed socket (its addresses copied out, either may be
+ * NULL); one fstat when this process has relayed sockets, else nothing. */
+bool xsk_raddr_find(int fd, struct sockaddr_storage *local, struct sockaddr_storage *peer);
+/* "XSOCK_RELAY_ADDR=..." for an execve (the relayed sockets it keeps
+ * open), malloc'd, or NULL. */
+char *xsk_raddr_exec_env(void);
+
 /* ---- waiting (xsk_wait.c) ------------------------------------------------ */
 
 static inline int64_t xsk_now_ms(void)

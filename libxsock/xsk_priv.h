@@ -473,6 +473,10 @@ extern __thread bool xsk_relay_self;
 void xsk_relay_fork_prepare(struct xsk *s);
 void xsk_relay_fork_prepare_all(void);
 void xsk_relay_fork_parent(void);
+/* The relayed sockets' addresses (xsk_relay_addr.c) across fork:
+ * prepare; parent and child. */
+void xsk_raddr_fork_prepare(void);
+void xsk_raddr_fork_done(void);
 void xsk_relay_fork_child(void);
 /* the claim after a fork went to another process (s->mu held): the fd
  * the application's number becomes, or -1 (rd: the call that found it

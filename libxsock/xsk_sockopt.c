@@ -224,6 +224,43 @@ static int opt_get_own(struct xsk *s, int level, int name, void *val, socklen_t 
 	return 1;
 }
 
+/* ---- relayed copies (xsk_relay_addr.c): a TCP socket to the program ---- */
+
+static bool relayed_ip_level(int level)
+{
+	return level == IPPROTO_TCP || level == IPPROTO_IP || level == IPPROTO_IPV6;
+}
+
+/* The kernel's answer unless fd is a relayed copy: then its domain and
+ * protocol are the connection's, and its TCP and IP options read as
+ * unset (no IP options: sshd reads them; TCP_INFO: established). */
+static int relayed_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct sockaddr_storage peer;
+
+	if ((level != SOL_SOCKET || (name != SO_DOMAIN && name != SO_PROTOCOL)) &&
+	    !relayed_ip_level(level))
+		return REAL(getsockopt)(fd, level, name, val, len);
+	if (!xsk_raddr_find(fd, NULL, &peer))
+		return REAL(getsockopt)(fd, level, name, val, len);
+	if (!val || !len)
+		return (int)xsk_fail(EFAULT);
+	if (level == SOL_SOCKET)
+		return put_int_opt(val, len, name == SO_DOMAIN ? peer.ss_family : IPPROTO_TCP);
+	if (level == IPPROTO_IP && name == IP_OPTIONS) {
+		*len = 0;
+		return 0;
+	}
+	if (level == IPPROTO_TCP && name == TCP_INFO) {
+		struct tcp_info ti = { .tcpi_state = TCP_ESTABLISHED };
+		socklen_t l = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
+		memcpy(val, &ti, l);
+		*len = l;
+		return 0;
+	}
+	return put_int_opt(val, len, 0);
+}
+
 XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct xsk *s;
@@ -238,6 +275,8 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 		return set_iwarp_mode(fd, v != 0);
 	}
 	s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
+	if (!s && relayed_ip_level(level) && xsk_raddr_find(fd, NULL, NULL))
+		return 0; /* the connection is the maker's: its options stay */
 	if (!s)
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if (val && len >= sizeof(int))
@@ -297,7 +336,7 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 		return put_int_opt(val, len, 0);
 	}
 	if (!s)
-		return REAL(getsockopt)(fd, level, name, val, len);
+		return relayed_getsockopt(fd, level, name, val, len);
 	xsk_lock(s);
 	if (xsk_state(s) == XSK_FRESH) {
 		xsk_unlock(s);
@@ -392,6 +431,20 @@ XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	return rc;
 }
 
+/* A relayed copy (xsk_relay_addr.c) answers with the connection's
+ * addresses; any other descriptor is the kernel's. */
+static int relayed_name(int fd, struct sockaddr *addr, socklen_t *len, bool peer)
+{
+	struct sockaddr_storage ss;
+
+	if (!xsk_raddr_find(fd, peer ? NULL : &ss, peer ? &ss : NULL))
+		return peer ? REAL(getpeername)(fd, addr, len) : REAL(getsockname)(fd, addr, len);
+	if (!addr || !len)
+		return (int)xsk_fail(EFAULT);
+	xsk_addr_copy(&ss, addr, len);
+	return 0;
+}
+
 XSK_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
@@ -399,7 +452,7 @@ XSK_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 	if (!s || xsk_state(s) == XSK_FRESH) {
 		if (s)
 			xsk_fd_put(s);
-		return REAL(getsockname)(fd, addr, len);
+		return relayed_name(fd, addr, len, false);
 	}
 	xsk_lock(s);
 	if (!addr || !len) {
@@ -426,7 +479,7 @@ XSK_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	if (!s || xsk_state(s) == XSK_FRESH) {
 		if (s)
 			xsk_fd_put(s);
-		return REAL(getpeername)(fd, addr, len);
+		return relayed_name(fd, addr, len, true);
 	}
 	xsk_lock(s);
 	if (xsk_state(s) != XSK_CONNECTED)

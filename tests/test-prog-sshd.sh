@@ -71,6 +71,13 @@ ssh_case() {
         { echo "FAIL $name: scp download"; cat "$tmp/$name.cli"; fail=1; }
     t2=$(now_ms)
     stop_server "$name"
+    # the client's address as sshd's re-executed child sees it (over RoCE
+    # a relayed socket: xsock(7) FORK), for its log and its rules by address
+    grep -q "Accepted publickey for root from 127.0.0.1 port [1-9]" "$tmp/$name.srv" ||
+        { echo "FAIL $name: sshd did not log the client's address"; grep Accepted "$tmp/$name.srv"; fail=1; }
+    if grep -E "setsockopt|getsockopt" "$tmp/$name.srv"; then
+        echo "FAIL $name: sshd's socket options failed"; fail=1
+    fi
     if [ "$(md5sum <"$tmp/big.up" 2>/dev/null)" = "$sum" ] && [ "$(md5sum <"$tmp/big.down" 2>/dev/null)" = "$sum" ]; then
         up=$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", 30 / (t > 0 ? t : 1) * 1000 }')
         down=$(awk -v t=$((t2 - t1)) 'BEGIN { printf "%.1f", 30 / (t > 0 ? t : 1) * 1000 }')

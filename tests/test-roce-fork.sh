@@ -8,7 +8,12 @@
 #       copy is relayed through the parent's (xsk_maker_only), which
 #       serves it alone once orphaned.  3 clients one after another and 2
 #       at once, 1 MiB each, echoed whole;
-#   (b) socat TCP-LISTEN,fork EXEC:cat: the relayed copy passes an exec;
+#   (b) socat TCP-LISTEN,fork EXEC:cat: the child's relayed copy carries
+#       cat's socketpair;
+#   (d) socat EXEC,nofork of a program that asks its stdin for its
+#       addresses (sshd's re-exec, inetd services, tcpd): the connection
+#       on the new program's stdio is the relay's socket and keeps its TCP
+#       addresses across the exec (XSOCK_RELAY_ADDR);
 #   (c) a server that forks a child using no socket (redis's BGSAVE) and
 #       goes on accepting: libxsock releases the listener in the parent at
 #       the fork and the parent claims it back at its next accept (the
@@ -64,6 +69,27 @@ socat_case() {
 
 socat_case a PIPE
 socat_case b EXEC:cat
+
+# (d) the addresses an exec'd program sees on its stdin
+port=$(xs_free_port)
+cat >"$tmp/peer.py" <<'EOF'
+import socket
+s = socket.socket(fileno=0)
+print(s.family.name, s.getpeername()[0], s.getsockname()[1], flush=True)
+s.detach()
+EOF
+roce_run timeout 60 socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr EXEC:"$py $tmp/peer.py",nofork \
+    2>"$tmp/d.srv" &
+srv=$!
+sleep 1
+got=$(roce_run timeout 20 socat -t 5 - TCP:127.0.0.1:"$port" </dev/null 2>"$tmp/d.cli")
+if [ "$got" = "AF_INET 127.0.0.1 $port" ]; then
+    echo "d: the exec'd program's stdin is $got"
+else
+    echo "FAIL d: the exec'd program's stdin is '$got', not 'AF_INET 127.0.0.1 $port'"
+    xs_tail "$tmp/d.srv"; xs_tail "$tmp/d.cli"; fail=1
+fi
+xs_reap "$srv"; srv=
 
 # (c) the BGSAVE pattern
 port=$(xs_free_port)

@@ -9,13 +9,15 @@
  *     system(), popen() and fork+exec.
  *  3. both sides use one socket: the child uses it first and owns it; the
  *     parent's copy becomes the relay channel (the child's thread carries
- *     its writes), its close does not disconnect; the child's close does
- *     (the peer reads EOF).
+ *     its writes) and keeps the connection's addresses, its close does not
+ *     disconnect; the child's close does (the peer reads EOF).
  *  4. a process that owns a connection ends with _exit without closing it
  *     (rsync's receiver): the peer reads the data, then EOF, not a reset. */
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -227,6 +229,19 @@ static void test_both_use(void)
 	CHECK(poll(&p, 1, 5000) == 1 && (p.revents & POLLOUT));
 	CHECK(write(a, "x", 1) == 1);
 	CHECK(xs_read_full(b, buf, 1) == 0 && buf[0] == 'x');
+	/* the relayed copy keeps its TCP identity: sshd's and rsync's rules
+	 * by address, TCP_NODELAY */
+	struct sockaddr_in pa, sb, la, pb;
+	socklen_t l1 = sizeof(pa), l2 = sizeof(sb), l3 = sizeof(la), l4 = sizeof(pb);
+	int dom = 0, one = 1;
+	socklen_t dl = sizeof(dom);
+	CHECK(getpeername(a, (struct sockaddr *)&pa, &l1) == 0 && pa.sin_family == AF_INET);
+	CHECK(getsockname(b, (struct sockaddr *)&sb, &l2) == 0 && l1 == l2 &&
+	      pa.sin_port == sb.sin_port && pa.sin_addr.s_addr == sb.sin_addr.s_addr);
+	CHECK(getsockname(a, (struct sockaddr *)&la, &l3) == 0 && la.sin_family == AF_INET);
+	CHECK(getpeername(b, (struct sockaddr *)&pb, &l4) == 0 && la.sin_port == pb.sin_port);
+	CHECK(getsockopt(a, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_INET);
+	CHECK(setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
 	CHECK(close(a) == 0); /* no disconnect */
 	CHECK(xs_write_full(b, "reply", 5) == 0);
 	CHECK(write(pfd[1], "g", 1) == 1);

@@ -83,7 +83,9 @@ enum xs_kind { XS_KIND_BOOL, XS_KIND_UINT, XS_KIND_ENUM, XS_KIND_STR };
 	X(SOCK_LIB, STR, "libxsock.so.0", 0, 0, NULL, XS_BY_IWARP,                                 \
 	  "the libxsock libiwarp's r* calls load (set by xsock-run)")                              \
 	X(EXEC_FD, UINT, "", 0, 2147483647, NULL, XS_BY_XSOCK | XS_INTERNAL,                       \
-	  "the hand-over memfd across execve (set by libxsock)")
+	  "the hand-over memfd across execve (set by libxsock)")                                    \
+	X(RELAY_ADDR, STR, "", 0, 0, NULL, XS_BY_XSOCK | XS_INTERNAL,                               \
+	  "relayed sockets' TCP addresses across execve (set by libxsock)")
 
 enum xs_set {
 #define XS_SET_ENUM_(name, ...) XS_SET_##name,

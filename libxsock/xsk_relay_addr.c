@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The TCP identity of relayed copies (xsock(7) FORK).  A process's copy of
+ * a connection another process drives becomes the relay channel's Unix
+ * socket (xsk_relay_take), yet the program still asks that descriptor for
+ * its addresses (sshd's log line and its rules by address, rsync's "hosts
+ * allow", tcpd) and sets TCP and IP options on it (sshd: TCP_NODELAY,
+ * IP_TOS).  This table maps the Unix socket, by its inode, to the
+ * connection's addresses: a fork inherits it, an execve carries the
+ * entries the new program keeps open in XSOCK_RELAY_ADDR, and
+ * xsk_sockopt.c answers from it. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libxsock/xsk_config.h"
+#include "libxsock/xsk_intercept.h"
+#include "libxsock/xsk_priv.h"
+
+#define XSK_RADDR_MAX 64 /* relayed sockets one process knows; the oldest goes */
+#define XSK_RADDR_SA 28 /* octets of an address carried: sizeof(struct sockaddr_in6) */
+#define XSK_RADDR_EXEC_FDS 4096 /* descriptors an execve's export looks through */
+
+struct raddr {
+	dev_t dev;
+	ino_t ino;
+	struct sockaddr_storage local, peer;
+};
+
+static struct raddr raddr_tab[XSK_RADDR_MAX];
+static _Atomic int raddr_n; /* entries in use: 0 keeps the calls off fstat */
+static unsigned raddr_next; /* the slot a full table gives up */
+static pthread_mutex_t raddr_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool sock_id(int fd, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return true;
+}
+
+/* raddr_mu held. */
+static void put_locked(dev_t dev, ino_t ino, const struct sockaddr_storage *local,
+		       const struct sockaddr_storage *peer)
+{
+	int n = atomic_load(&raddr_n), i;
+
+	for (i = 0; i < n; i++)
+		if (raddr_tab[i].dev == dev && raddr_tab[i].ino == ino)
+			break;
+	if (i == n && n == XSK_RADDR_MAX)
+		i = (int)(raddr_next++ % XSK_RADDR_MAX);
+	raddr_tab[i].dev = dev;
+	raddr_tab[i].ino = ino;
+	raddr_tab[i].local = *local;
+	raddr_tab[i].peer = *peer;
+	if (i == n)
+		atomic_store(&raddr_n, n + 1);
+}
+
+void xsk_raddr_note(int fd, const struct sockaddr_storage *local,
+		    const struct sockaddr_storage *peer)
+{
+	dev_t dev;
+	ino_t ino;
+
+	if (!sock_id(fd, &dev, &ino))
+		return;
+	pthread_mutex_lock(&raddr_mu);
+	put_locked(dev, ino, local, peer);
+	pthread_mutex_unlock(&raddr_mu);
+}
+
+bool xsk_raddr_find(int fd, struct sockaddr_storage *local, struct sockaddr_storage *peer)
+{
+	bool found = false;
+	dev_t dev;
+	ino_t ino;
+
+	if (!atomic_load_explicit(&raddr_n, memory_order_relaxed) || !sock_id(fd, &dev, &ino))
+		return false;
+	pthread_mutex_lock(&raddr_mu);
+	for (int i = 0; i < atomic_load(&raddr_n) && !found; i++) {
+		if (raddr_tab[i].dev != dev || raddr_tab[i].ino != ino)
+			continue;
+		if (local)
+			*local = raddr_tab[i].local;
+		if (peer)
+			*peer = raddr_tab[i].peer;
+		found = true;
+	}
+	pthread_mutex_unlock(&raddr_mu);
+	return found;
+}
+
+/* ---- execve: "ino.dev.local.peer," per entry, the addresses in hex ---- */
+
+static char *put_hex(char *p, const struct sockaddr_storage *ss)
+{
+	const uint8_t *b = (const uint8_t *)ss;
+
+	for (int i = 0; i < XSK_RADDR_SA; i++)
+		p += sprintf(p, "%02x", b[i]);
+	return p;
+}
+
+static bool get_hex(const char **p, struct sockaddr_storage *ss)
+{
+	uint8_t *b = (uint8_t *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	for (int i = 0; i < XSK_RADDR_SA; i++) {
+		unsigned v;
+		if (sscanf(*p, "%2x", &v) != 1)
+			return false;
+		b[i] = (uint8_t)v;
+		*p += 2;
+	}
+	return true;
+}
+
+char *xsk_raddr_exec_env(void)
+{
+	size_t per = 2 * 21 + 4 * XSK_RADDR_SA + 4;
+	char *env, *p;
+	int n, kept = 0;
+
+	if (!atomic_load(&raddr_n))
+		return NULL;
+	env = malloc(sizeof(XSK_RADDR_ENV) + 1 + XSK_RADDR_MAX * per);
+	if (!env)
+		return NULL;
+	p = env + sprintf(env, "%s=", XSK_RADDR_ENV);
+	pthread_mutex_lock(&raddr_mu);
+	n = atomic_load(&raddr_n);
+	bool done[XSK_RADDR_MAX] = { false };
+	/* only the sockets the new program gets (no close-on-exec) */
+	for (int fd = 0; fd < XSK_RADDR_EXEC_FDS && kept < n; fd++) {
+		int fl = xsk_real.fcntl(fd, F_GETFD);
+		dev_t dev;
+		ino_t ino;
+
+		if (fl < 0 || (fl & FD_CLOEXEC) || !sock_id(fd, &dev, &ino))
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (done[i] || raddr_tab[i].dev != dev || raddr_tab[i].ino != ino)
+				continue;
+			p += sprintf(p, "%llu.%llu.", (unsigned long long)ino, (unsigned long long)dev);
+			p = put_hex(p, &raddr_tab[i].local);
+			*p++ = '.';
+			p = put_hex(p, &raddr_tab[i].peer);
+			*p++ = ',';
+			*p = '\0';
+			done[i] = true;
+			kept++;
+		}
+	}
+	pthread_mutex_unlock(&raddr_mu);
+	if (!kept) {
+		free(env);
+		return NULL;
+	}
+	return env;
+}
+
+__attribute__((constructor)) static void xsk_raddr_adopt(void)
+{
+	const char *v = xsk_setting_str(XS_SET_RELAY_ADDR), *p;
+	char *copy;
+
+	if (!v || !*v)
+		return;
+	copy = strdup(v);
+	unsetenv(XSK_RADDR_ENV); /* the next execve says what it carries */
+	pthread_mutex_lock(&raddr_mu);
+	for (p = copy; p && *p;) {
+		unsigned long long ino, dev;
+		struct sockaddr_storage local, peer;
+		int used = 0;
+
+		if (sscanf(p, "%llu.%llu.%n", &ino, &dev, &used) != 2 || !used)
+			break;
+		p += used;
+		if (!get_hex(&p, &local) || *p++ != '.' || !get_hex(&p, &peer) || *p++ != ',')
+			break;
+		put_locked((dev_t)dev, (ino_t)ino, &local, &peer);
+	}
+	pthread_mutex_unlock(&raddr_mu);
+	free(copy);
+}
+
+/* fork: the child's table is whole (xsk_fork.c's handlers). */
+void xsk_raddr_fork_prepare(void)
+{
+	pthread_mutex_lock(&raddr_mu);
+}
+
+void xsk_raddr_fork_done(void)
+{
+	pthread_mutex_unlock(&raddr_mu);
+}
