@@ -317,24 +317,35 @@ fail:
 }
 
 /* envp with our variables set (replacing inherited ones, a NULL one
- * left out); malloc'd. */
-static char **with_env(char *const envp[], const char *var, const char *raddr)
+ * left out); malloc'd.  keep_stack: the new program gets IWARP sockets
+ * (a hand-over, or relayed ones), which work only with libxsock there.
+ * An envp with neither LD_PRELOAD nor any XSOCK_* variable is a clean
+ * environment (systemd-socket-activate --inetd, sudo's env_reset), not a
+ * choice against the stack: it gets ours.  LD_PRELOAD removed alone
+ * (env -u LD_PRELOAD) is honoured. */
+static char **with_env(char *const envp[], const char *var, const char *raddr, bool keep_stack)
 {
 	static const char *const ours[] = { XSK_EXEC_ENV "=", XSK_RADDR_ENV "=" };
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, add = 0;
 	char **out;
 
-	while (envp && envp[n])
+	while (envp && envp[n]) {
+		if (!strncmp(envp[n], "LD_PRELOAD=", 11) || !strncmp(envp[n], "XSOCK_", 6))
+			keep_stack = false;
 		n++;
-	out = malloc((n + 3) * sizeof(*out));
+	}
+	for (size_t i = 0; keep_stack && environ && environ[i]; i++)
+		add++;
+	out = malloc((n + add + 3) * sizeof(*out));
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n + add; i++) {
+		char *e = i < n ? envp[i] : environ[i - n];
 		bool mine = false;
 		for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
-			mine |= !strncmp(envp[i], ours[j], strlen(ours[j]));
-		if (!mine)
-			out[k++] = envp[i];
+			mine |= !strncmp(e, ours[j], strlen(ours[j]));
+		if (!mine && (i < n || !strncmp(e, "LD_PRELOAD=", 11) || !strncmp(e, "XSOCK_", 6)))
+			out[k++] = e;
 	}
 	if (var)
 		out[k++] = (char *)var;
@@ -358,7 +369,7 @@ static int exec_common(exec_fn real, const char *path, char *const argv[], char 
 		return real(path, argv, envp);
 	prepare(p);
 	raddr = xsk_raddr_exec_env(); /* after prepare: its relayed stdio too */
-	env = with_env(envp, p->n && p->env[0] ? p->env : NULL, raddr);
+	env = with_env(envp, p->n && p->env[0] ? p->env : NULL, raddr, (p->n && p->env[0]) || raddr);
 	rc = real(path, argv, env ? env : (char **)envp);
 	e = errno;
 	free(raddr);

@@ -14,6 +14,8 @@
 #       addresses (sshd's re-exec, inetd services, tcpd): the connection
 #       on the new program's stdio is the relay's socket and keeps its TCP
 #       addresses across the exec (XSOCK_RELAY_ADDR);
+#   (e) the same program under systemd-socket-activate --inetd, which
+#       execs it with a clean environment (libxsock keeps itself there);
 #   (c) a server that forks a child using no socket (redis's BGSAVE) and
 #       goes on accepting: libxsock releases the listener in the parent at
 #       the fork and the parent claims it back at its next accept (the
@@ -90,6 +92,25 @@ else
     xs_tail "$tmp/d.srv"; xs_tail "$tmp/d.cli"; fail=1
 fi
 xs_reap "$srv"; srv=
+
+# (e) systemd-socket-activate --inetd
+if command -v systemd-socket-activate >/dev/null 2>&1; then
+    port=$(xs_free_port)
+    roce_run timeout 60 systemd-socket-activate -a -l 127.0.0.1:"$port" --inetd "$py" "$tmp/peer.py" \
+        >"$tmp/e.srv" 2>&1 &
+    srv=$!
+    sleep 1
+    got=$(roce_run timeout 20 socat -t 5 - TCP:127.0.0.1:"$port" </dev/null 2>"$tmp/e.cli")
+    if [ "$got" = "AF_INET 127.0.0.1 $port" ]; then
+        echo "e: under systemd-socket-activate the program's stdin is $got"
+    else
+        echo "FAIL e: under systemd-socket-activate the program's stdin is '$got'"
+        xs_tail "$tmp/e.srv"; xs_tail "$tmp/e.cli"; fail=1
+    fi
+    xs_reap "$srv"; srv=
+else
+    echo "e: no systemd-socket-activate here, case not run"
+fi
 
 # (c) the BGSAVE pattern
 port=$(xs_free_port)

@@ -6,6 +6,8 @@
 #     exec the echo service (3 connections, 1 MB each echoed and checked;
 #     the client sends at once, so data waits in the old process's ring);
 #   a chain of two execs (env, then the service);
+#   systemd-socket-activate --inetd, which execs the service (a shell that
+#     greets, then execs the echo) with a clean environment;
 #   reexec: a client execs itself (no fork) and goes on with its socket;
 #   a service exec'ed WITHOUT libxsock: its first read fails with
 #     ECONNRESET (never a hang, never MPA framing as data).
@@ -45,6 +47,27 @@ case_inetd chain 1 300000 env XSOCK_X=1 "$chk" echo
 # closefrom(3) and close_range(2) in the service (sshd, Python's subprocess)
 # pass over the stack's descriptors, before an exec and after one
 case_inetd closefrom 2 500000 "$chk" closefrom "$chk" echo
+
+# systemd-socket-activate --inetd: its child execs the service with a
+# clean environment (no LD_PRELOAD, no XSOCK_*): libxsock keeps itself in
+# the environment of a program it hands IWARP sockets to
+if command -v systemd-socket-activate >/dev/null 2>&1; then
+    port=$(xs_free_port)
+    iwarp_run timeout 60 systemd-socket-activate -a -l 127.0.0.1:"$port" --inetd \
+        sh -c "echo HELLO 0; exec $chk echo" >"$tmp/sa.srv" 2>&1 &
+    srv=$!
+    xs_wait_listen "$port" || { echo "FAIL socket-activate: no listener"; fail=1; }
+    for i in 1 2; do
+        if iwarp_run timeout 30 "$chk" client "$port" 300000 >"$tmp/sa.cli" 2>&1; then
+            echo "socket-activate $i: $(cat "$tmp/sa.cli")"
+        else
+            echo "FAIL socket-activate: client $i"; cat "$tmp/sa.cli"; xs_tail "$tmp/sa.srv"; fail=1
+        fi
+    done
+    xs_reap "$srv"; srv=
+else
+    echo "socket-activate: no systemd-socket-activate here, case not run"
+fi
 
 # Python's subprocess (vfork, then close_range in the child, which shares
 # the parent's memory) between the turns of an IWARP conversation
