@@ -67,9 +67,13 @@ XS_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 
 	if (!id)
 		return cm_err(EINVAL);
-	/* iWARP is connected only: no UD port spaces */
-	if (ps != RDMA_PS_TCP)
+	/* connected (RC) only, on both transports: no UD port spaces (udaddy
+	 * and mckey say nothing of a failed rdma_create_id: we do) */
+	if (ps != RDMA_PS_TCP) {
+		xs_log("rdma_create_id: port space %#x (%s) not supported: RC only (RDMA_PS_TCP)",
+		       (unsigned)ps, ps == RDMA_PS_UDP ? "UD" : ps == RDMA_PS_IPOIB ? "IPoIB" : "other");
 		return cm_err(EOPNOTSUPP);
+	}
 	c = cm_alloc(channel ? cm_chan_of(channel) : NULL, false, context, ps);
 	if (!c)
 		return cm_err(ENOMEM);
