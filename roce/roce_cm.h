@@ -161,6 +161,16 @@ void roce_cm_encode(const struct roce_cm_msg *m, uint8_t mad[ROCE_MAD_LEN]);
 /* m->hdr for a CM SEND of attr with transaction ID tid; the rest of *m
  * zeroed. */
 void roce_cm_hdr_init(struct roce_cm_msg *m, uint16_t attr, uint64_t tid);
+/* Who a MAD is for, read off its octets without a full decode (a local
+ * channel routes by it): the attribute, and for a REQ its service ID, for
+ * every other message the remote comm ID (the receiver's own; 0 when the
+ * sender does not know it: a REJ of a REP it timed out). */
+struct roce_cm_route {
+	uint16_t attr;
+	uint64_t service_id; /* REQ */
+	uint32_t remote_comm_id; /* the rest */
+};
+void roce_cm_route(const uint8_t mad[ROCE_MAD_LEN], struct roce_cm_route *r);
 /* "REQ", "REP", ... or "attr 0x..": for logs (static storage for unknown
  * ones is not used: unknown gives "?"). */
 const char *roce_cm_attr_str(uint16_t attr);

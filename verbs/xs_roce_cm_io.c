@@ -158,27 +158,76 @@ int xrcm_unix_bind(enum xrcm_name kind, uint64_t v)
  * a REJ or an "unknown comm ID" answer would end the connection). */
 #define XRCM_FWD_WAIT_MS 200
 
-enum xrcm_fwd xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
-			   const struct sockaddr_storage *peer, const uint8_t *mad)
+/* One try to pass a MAD on to the owner named: 0, or the errno. */
+static int fwd_once(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
+		    const struct sockaddr_storage *peer, const uint8_t *mad)
 {
 	uint8_t b[XRCM_FWD_LEN];
 	struct sockaddr_un un;
 	socklen_t len = unix_name(&un, kind, v);
-	const struct timespec ms = { .tv_nsec = 1000000 };
 
 	b[0] = local->ss_family == AF_INET ? 4 : 6;
 	xrcm_addr_bytes(local, b + 1);
 	xrcm_addr_bytes(peer, b + 17);
 	memcpy(b + 33, mad, ROCE_MAD_LEN);
+	if (sendto(xrcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
+	    (ssize_t)sizeof(b))
+		return 0;
+	return errno;
+}
+
+enum xrcm_fwd xrcm_forward(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
+			   const struct sockaddr_storage *peer, const uint8_t *mad)
+{
+	const struct timespec ms = { .tv_nsec = 1000000 };
+
 	for (int i = 0; i < XRCM_FWD_WAIT_MS; i++) {
-		if (sendto(xrcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
-		    (ssize_t)sizeof(b))
+		int e = fwd_once(kind, v, local, peer, mad);
+
+		if (!e)
 			return XRCM_FWD_OK;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR)
+		if (e != EAGAIN && e != EWOULDBLOCK && e != ENOBUFS && e != EINTR)
 			return XRCM_FWD_NOBODY;
 		nanosleep(&ms, NULL);
 	}
 	return XRCM_FWD_BUSY;
+}
+
+/* peer is an address of this host: loopback, or the address we send from
+ * (the kernel gives a local destination itself as the source) */
+static bool peer_is_local(const struct sockaddr_storage *local, const struct sockaddr_storage *peer)
+{
+	if (peer->ss_family == AF_INET)
+		return ((const uint8_t *)&((const struct sockaddr_in *)peer)->sin_addr)[0] == 127 ||
+		       xrcm_addr_eq(local, peer);
+	if (peer->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)peer)->sin6_addr) ||
+		       xrcm_addr_eq(local, peer);
+	return false;
+}
+
+/* A MAD for a process of this host goes straight to its owner's name, not
+ * through port 4791: the kernel gives each datagram of one address pair
+ * to one socket of the port's reuseport group, which socket depends on the
+ * kernel version (6.1 and 6.18 chose differently), and one that reaches a
+ * process about to exit is lost with its queue (test-roce-cm: a fork
+ * child's REJ and DREQ, taken by the child's own socket, went with it).
+ * The owner takes it as one passed on (xrcm_rx_fwd).  False: not local,
+ * nobody by that name (the kernel's rxe, a peer gone), or a full queue:
+ * the caller sends it on the wire. */
+static bool send_local(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+		       const uint8_t *mad)
+{
+	struct roce_cm_route rt;
+
+	if (xrcm.fdu < 0 || !peer_is_local(local, peer))
+		return false;
+	roce_cm_route(mad, &rt);
+	/* the owner's side of the addresses: ours is its peer */
+	if (rt.attr == ROCE_CM_ATTR_REQ)
+		return !fwd_once(peer->ss_family == AF_INET ? XRCM_SID4 : XRCM_SID6, rt.service_id,
+				 peer, local, mad);
+	return rt.remote_comm_id && !fwd_once(XRCM_TAG, rt.remote_comm_id >> 16, peer, local, mad);
 }
 
 /* One MAD to peer's QP 1 from local (mu held or engine thread). */
@@ -199,6 +248,8 @@ void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_s
 	bool v6 = peer->ss_family == AF_INET6;
 	size_t n;
 
+	if (send_local(local, peer, mad))
+		return;
 	memset(&p, 0, sizeof(p));
 	p.bth.opcode = ROCE_UD_SEND_ONLY;
 	p.bth.pkey = 0xffff;
