@@ -47,10 +47,8 @@ for k in 1 P4 R; do
     iperf_case "mixed-$k" iwarp_run plain_run plain $f; m=$mbs
     # shellcheck disable=SC2086
     iperf_case "plain-$k" plain_run plain_run plain $f; p=$mbs
-    cap=$capture; capture=0 # (RoCE v2: no TCP to see)
     # shellcheck disable=SC2086
-    iperf_case "roce-$k" roce_run roce_run plain $f; r=$mbs
-    capture=$cap
+    iperf_case "roce-$k" roce_run roce_run roce $f; r=$mbs
     awk -v a="$a" -v m="$m" -v p="$p" -v r="$r" -v k="$k" 'BEGIN {
         printf "iperf3 %s xsock/plain: %.2fx (%d/%d MB/s), mixed %.2fx, roce %.2fx (%d MB/s)\n", k,
             (p > 0 ? a / p : 0), a, p, (p > 0 ? m / p : 0), (p > 0 ? r / p : 0), r }'

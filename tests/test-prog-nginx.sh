@@ -159,9 +159,7 @@ cap=$capture; capture=0 # (c) is the reference: not captured
 nginx_case plain none_run none_run plain
 capture=$cap
 wrk_c=64
-cap=$capture; capture=0 # (RoCE v2: no TCP to see)
-nginx_case roce roce_run roce_run plain
-capture=$cap
+nginx_case roce roce_run roce_run roce
 ratio() { awk "BEGIN { if ($2 + 0 > 0) printf \"%.2f\", $1 / $2; else print \"-\" }"; }
 echo "xsock/plain: wrk $rps_iwarp/$rps_plain req/s = $(ratio "$rps_iwarp" "$rps_plain")," \
     "20 MB fetch $mbs_iwarp/$mbs_plain MB/s = $(ratio "$mbs_iwarp" "$mbs_plain")"

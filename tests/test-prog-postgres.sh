@@ -142,9 +142,7 @@ pg_case() {
 pg_case iwarp $srv_iwarp iwarp_run iwarp; a_rw=$tps_rw a_ro=$tps_ro
 pg_case mixed $srv_iwarp plain_run plain; m_rw=$tps_rw m_ro=$tps_ro
 pg_case plain $srv_plain plain_run plain; p_rw=$tps_rw p_ro=$tps_ro
-cap=$capture; capture=0 # (RoCE v2: no TCP to see)
-pg_case roce $srv_roce roce_run plain; r_rw=$tps_rw r_ro=$tps_ro
-capture=$cap
+pg_case roce $srv_roce roce_run roce; r_rw=$tps_rw r_ro=$tps_ro
 tps_rw=$p_rw tps_ro=$p_ro
 awk -v a="$a_rw" -v b="$a_ro" -v m="$m_rw" -v n="$m_ro" -v p="$tps_rw" -v q="$tps_ro" 'BEGIN {
     printf "pgbench tps xsock/plain: TPC-B %.2fx (%.0f/%.0f), select-only %.2fx (%.0f/%.0f); mixed %.2fx, %.2fx\n",

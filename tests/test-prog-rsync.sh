@@ -78,10 +78,8 @@ down_iwarp=0 up_iwarp=0 down_plain=0 up_plain=0
 rsync_case iwarp iwarp_run iwarp_run iwarp
 rsync_case mixed iwarp_run plain_run plain
 rsync_case plain plain_run plain_run plain
-cap=$capture; capture=0 # (RoCE v2: no TCP to see)
 down_roce=0 up_roce=0
-rsync_case roce roce_run roce_run plain
-capture=$cap
+rsync_case roce roce_run roce_run roce
 awk -v a="$down_iwarp" -v b="$down_plain" -v c="$up_iwarp" -v d="$up_plain" 'BEGIN {
     printf "rsync xsock/plain: download %.2fx, upload %.2fx\n", (b > 0 ? a / b : 0), (d > 0 ? c / d : 0) }'
 awk -v a="$down_roce" -v b="$down_plain" -v c="$up_roce" -v d="$up_plain" 'BEGIN {

@@ -96,9 +96,7 @@ ssh_case plain plain_run plain_run plain
 # sshd's), so sshd's re-exec and its sandboxed child get a relayed kernel
 # socket (xsock(7) KERNEL STACK, claims at fork) and the whole session works
 up_roce=0 down_roce=0
-cap=$capture; capture=0 # (no TCP to see)
-ssh_case roce roce_run roce_run plain
-capture=$cap
+ssh_case roce roce_run roce_run roce
 awk -v a="$up_mixed" -v b="$up_plain" -v c="$down_mixed" -v d="$down_plain" -v e="$up_roce" -v f="$down_roce" 'BEGIN {
     printf "scp mixed/plain: upload %.2fx, download %.2fx; roce/plain: upload %.2fx, download %.2fx\n",
         (b > 0 ? a / b : 0), (d > 0 ? c / d : 0), (b > 0 ? e / b : 0), (d > 0 ? f / d : 0) }'

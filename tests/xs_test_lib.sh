@@ -136,29 +136,60 @@ xs_capture_ok() {
 # commands (the mixed listener).  Failures set fail=1.
 socklib=${XS_TOP_BUILDDIR:-.}/libxsock/.libs/libxsock.so.0
 fail=0
+# Every connection the stack carries says so when it ends, in
+# XSOCK_STAT_LOG (xsock-run(1)): $tmp/stack.log once xs_scratch has run.
 plain_run() {
-    LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$socklib" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= "$@"
+    LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$socklib" XSOCK_IWARP= XSOCK_RULES= XSOCK_CONFIG= \
+        XSOCK_STAT_LOG="${tmp:+$tmp/stack.log}" "$@"
 }
 iwarp_run() {
-    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp "$@"
+    XSOCK_RULES= XSOCK_CONFIG= XSOCK_STAT_LOG="${tmp:+$tmp/stack.log}" "$XS_RUN" --iwarp "$@"
 }
 # the same over the RoCE v2 transport
 roce_run() {
-    XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp --roce "$@"
+    XSOCK_RULES= XSOCK_CONFIG= XSOCK_STAT_LOG="${tmp:+$tmp/stack.log}" "$XS_RUN" --iwarp --roce "$@"
 }
 
-# capture_begin NAME PORT / capture_end NAME MODE(iwarp|plain): with
+# stack_mark NAME PORT / stack_check NAME MODE(iwarp|roce|plain): what the
+# stack says it carried between the two (its XSOCK_STAT_LOG lines), without
+# root or a capture.  iwarp: a connection on PORT over iWARP that moved
+# octets both ways; roce: a RoCE connection that did; plain: no iWARP
+# connection on PORT and no RoCE one.  Failures set fail=1.
+stack_mark() {
+    touch "$tmp/stack.log"
+    echo "$2 $(wc -l <"$tmp/stack.log")" >"$tmp/$1.stackmark"
+}
+stack_check() {
+    read -r sport sline <"$tmp/$1.stackmark"
+    tail -n +"$((sline + 1))" "$tmp/stack.log" >"$tmp/$1.stack"
+    iw=$(grep '"transport": "iwarp"' "$tmp/$1.stack" | grep -c ":$sport\"")
+    iwx=$(grep '"transport": "iwarp"' "$tmp/$1.stack" | grep ":$sport\"" |
+        grep -vc '"tx_octets": 0,\|"rx_octets": 0,')
+    ro=$(grep -c '"transport": "roce"' "$tmp/$1.stack")
+    rox=$(grep '"transport": "roce"' "$tmp/$1.stack" | grep -vc '"tx_octets": 0,\|"rx_octets": 0,')
+    echo "$1: the stack carried: $iw iWARP connections on port $sport ($iwx with data both ways), $ro RoCE ($rox)"
+    case $2 in
+    iwarp) [ "$iwx" -ge 1 ] || { echo "FAIL $1: no connection over iWARP in the stack's log"; fail=1; } ;;
+    roce) [ "$rox" -ge 1 ] || { echo "FAIL $1: no connection over RoCE in the stack's log"; fail=1; } ;;
+    plain) [ "$iw" = 0 ] && [ "$ro" = 0 ] || { echo "FAIL $1: a plain case went over the stack"; fail=1; } ;;
+    esac
+}
+
+# capture_begin NAME PORT / capture_end NAME MODE(iwarp|roce|plain): the
+# stack's account (stack_check) and, with
 # capture=1 (xs_capture_ok), the segments on PORT whose payload starts with
 # "MPA " (the Request/Reply keys: a full capture of a loopback transfer at
 # full speed drops packets); MODE iwarp needs a Request and a Reply, plain
 # none.
 capture_begin() {
+    stack_mark "$1" "$2"
     [ $capture = 1 ] || return 0
     xs_capture_start "$tmp/$1.pcap" "$tmp/$1.tcpdump" \
         "$2 and tcp[((tcp[12] & 0xf0) >> 2):4] = 0x4d504120" || exit 99
 }
 capture_end() {
-    [ $capture = 1 ] || return 0
+    stack_check "$1" "$2"
+    [ $capture = 1 ] && [ "$2" != roce ] || return 0
     # a loaded machine may drop packets during a full-speed run: the
     # handshake checks below still decide (a dropped Request fails them)
     xs_capture_stop "$tmp/$1.tcpdump" >"$tmp/$1.drops" || echo "note $1: $(grep 'dropped by kernel' "$tmp/$1.tcpdump")"

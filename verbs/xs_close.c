@@ -107,6 +107,7 @@ bool xs_close_linger_start(struct xs_conn *c, unsigned flags)
 		xs_close_fin(c);
 	c->state = CONN_LINGER;
 	xs_stat_state(c->stat, XS_STAT_LINGER, 0);
+	xs_stat_conn_ended(c->stat);
 	c->linger_end_ms = xs_now_ms() + fin_delay(c) + linger;
 	late_add(c);
 	xs_eng_arm(c); /* a parked connection has no poll armed */

@@ -181,6 +181,9 @@ struct xs_roce_conn {
 	struct roce_icrc_idcache icrc_ids; /* rx_mu */
 	uint64_t rx_bad; /* packets dropped: invalid, or not for this QP */
 	uint64_t fwd_passed; /* packets passed on to another QP (rx_mu; logged at destroy) */
+	/* what went over the wire, for XSOCK_STAT_LOG (xs_stat.h): atomic
+	 * adds, as a Read Response leaves under rx_mu, the rest under tx_mu */
+	uint64_t wire_tx_pkts, wire_tx_octets, wire_rx_pkts, wire_rx_octets;
 };
 
 /* ThreadSanitizer cannot see that what a thread receives from port 4791

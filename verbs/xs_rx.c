@@ -204,6 +204,7 @@ void xs_rx_fail(struct xs_conn *c, bool local, const struct xs_err *err, int sta
 	xs_eng_shut(c, SHUT_RDWR);
 	c->state = CONN_CLOSED;
 	xs_stat_state(c->stat, XS_STAT_CLOSED, status);
+	xs_stat_conn_ended(c->stat);
 	conn_report_closed(c, status);
 }
 

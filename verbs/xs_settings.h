@@ -68,6 +68,8 @@ enum xs_kind { XS_KIND_BOOL, XS_KIND_UINT, XS_KIND_ENUM, XS_KIND_STR };
 	  "RoCE: place RDMA Write packets that arrive ahead of a gap")                           \
 	X(STAT, BOOL, "1", 0, 0, NULL, XS_BY_IWARP,                                                \
 	  "live counters for xsock-stat(1) in /dev/shm")                                         \
+	X(STAT_LOG, STR, "", 0, 0, NULL, XS_BY_IWARP,                                              \
+	  "append one JSON line per ended connection to this file")                                \
 	X(DEBUG, BOOL, "0", 0, 0, NULL, XS_BY_BOTH, "one line on stderr per refusal or error")    \
 	X(IWARP, ENUM, "0", 0, 0, "0|all|1", XS_BY_XSOCK,                                          \
 	  "all (or 1): every TCP socket is an IWARP socket")                                       \

@@ -10,6 +10,7 @@
  * connections it inherited stay valid and count in the child's file. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@ static char stat_path[64];
 /* private: the connection each slot counts for (xs_stat_flushed), and the
  * last one looked up (the WRs of one QP flush together) */
 static const struct xs_conn *stat_owner[XS_STAT_SLOTS];
+static bool stat_logged[XS_STAT_SLOTS]; /* its XSOCK_STAT_LOG line is written */
 static unsigned stat_last;
 
 static uint64_t now_ns(void)
@@ -162,22 +164,6 @@ static bool stat_ready(void)
 	return true;
 }
 
-static void stat_addr(struct xs_stat_addr *out, const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
-		out->port = ntohs(s->sin_port);
-		memcpy(out->addr, &s->sin_addr, 4);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
-		out->port = ntohs(s->sin6_port);
-		memcpy(out->addr, &s->sin6_addr, 16);
-	} else {
-		return;
-	}
-	out->family = ss->ss_family;
-}
-
 /* A slot being filled or freed: readers skip it while gen is odd. */
 static void slot_gen_bump(struct xs_stat_conn *s)
 {
@@ -205,6 +191,7 @@ struct xs_stat_conn *xs_stat_conn_open(const struct xs_conn *owner, int fd,
 	if (i == XS_STAT_SLOTS)
 		goto none;
 	stat_owner[i] = owner;
+	stat_logged[i] = false;
 	s = &stat_map->slot[i];
 	slot_gen_bump(s);
 	uint32_t gen = s->gen;
@@ -215,11 +202,11 @@ struct xs_stat_conn *xs_stat_conn_open(const struct xs_conn *owner, int fd,
 	len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-		stat_addr(&s->local, &ss);
+		xs_stat_addr_of(&s->local, &ss);
 	len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-		stat_addr(&s->peer, &ss);
+		xs_stat_addr_of(&s->peer, &ss);
 	s->mpa_rev = a->rev;
 	s->crc = a->crc;
 	s->markers_tx = a->markers_tx;
@@ -254,12 +241,33 @@ static void dir_add(struct xs_stat_dir *to, const struct xs_stat_dir *d)
 	XS_STAT_ADD(to, terms, d->terms);
 }
 
+void xs_stat_conn_ended(struct xs_stat_conn *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&stat_mu);
+	i = (size_t)(s - stat_map->slot);
+	if (stat_logged[i]) {
+		pthread_mutex_unlock(&stat_mu);
+		return;
+	}
+	stat_logged[i] = true;
+	pthread_mutex_unlock(&stat_mu);
+	xs_stat_log(&(struct xs_stat_log_conn){ .transport = "iwarp", .local = &s->local,
+						.peer = &s->peer, .initiator = s->initiator,
+						.tx_octets = s->c.tx.octets, .rx_octets = s->c.rx.octets,
+						.tx_msgs = s->c.tx.fpdus, .rx_msgs = s->c.rx.fpdus });
+}
+
 void xs_stat_conn_close(struct xs_stat_conn *s)
 {
 	struct xs_stat_hdr *h;
 
 	if (!s)
 		return;
+	xs_stat_conn_ended(s);
 	pthread_mutex_lock(&stat_mu);
 	h = &stat_map->hdr;
 	__atomic_fetch_add(&h->seq, 1, __ATOMIC_ACQ_REL); /* as slot_gen_bump */
@@ -296,3 +304,4 @@ void xs_stat_flushed(const struct xs_conn *owner)
 	}
 	pthread_mutex_unlock(&stat_mu);
 }
+

@@ -35,10 +35,29 @@ struct xs_conn;
  * Any thread; takes the stat lock. */
 struct xs_stat_conn *xs_stat_conn_open(const struct xs_conn *owner, int fd,
 				       const struct mpa_agreed *a, bool initiator);
+/* The application closed it, or it failed: its XSOCK_STAT_LOG line now
+ * (once; a process may exit before a lingering connection is freed).
+ * Any thread; takes the stat lock.  NULL is fine. */
+void xs_stat_conn_ended(struct xs_stat_conn *s);
 /* The connection is freed: its counters join the process's closed totals
  * and the slot is free.  Any thread (nobody writes the slot any more);
  * takes the stat lock.  NULL is fine. */
 void xs_stat_conn_close(struct xs_stat_conn *s);
+/* A connection ended: with XSOCK_STAT_LOG set, one JSON line in that
+ * file (xs_stat_log.c), so that a connection of a process that is gone is
+ * still accounted for (what VMA's VMA_STATS_FILE is for).  transport:
+ * "iwarp" or "roce"; addresses may be NULL.  Any thread; one write(2)
+ * with O_APPEND, no lock. */
+struct xs_stat_log_conn {
+	const char *transport;
+	const struct xs_stat_addr *local, *peer;
+	bool initiator;
+	uint64_t tx_octets, rx_octets, tx_msgs, rx_msgs;
+};
+void xs_stat_log(const struct xs_stat_log_conn *c);
+/* The address as the statistics file keeps it. */
+void xs_stat_addr_of(struct xs_stat_addr *out, const struct sockaddr_storage *ss);
+
 /* A WR of owner's QP completed as flushed.  Any thread; takes the stat
  * lock (flushes are rare: the slot is looked up by owner). */
 void xs_stat_flushed(const struct xs_conn *owner);
