@@ -27,11 +27,8 @@
  * statistics file's agreement, Send with Immediate accepted or refused). */
 #include "config.h"
 
-#include <sys/mman.h>
-
 #include "tests/test-verbs-util.h"
 #include "verbs/xs_priv_abi.h"
-#include "verbs/xs_stat_shm.h"
 
 static bool ext_mode; /* this run's library pairs agree on RFC 7306 */
 
@@ -1039,34 +1036,6 @@ static void test_both_blocked(void)
 
 /* ---- which RFC 7306 agreement this run has ------------------------------------------- */
 
-/* This process's live connections in its statistics file (xs_stat_shm.h):
- * how many, and how many agreed on RFC 7306; -1 without the file. */
-static int stat_agreed(int *ext)
-{
-	char path[128];
-	size_t len = sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn);
-	int fd, n = 0;
-
-	snprintf(path, sizeof(path), "%s/%s%u-%d", XS_STAT_DIR, XS_STAT_PREFIX, (unsigned)getuid(),
-		 (int)getpid());
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	const struct xs_stat_file *f = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (f == MAP_FAILED)
-		return -1;
-	*ext = 0;
-	for (unsigned i = 0; i < __atomic_load_n(&f->hdr.hiwater, __ATOMIC_ACQUIRE); i++) {
-		if (!__atomic_load_n(&f->slot[i].in_use, __ATOMIC_ACQUIRE))
-			continue;
-		n++;
-		*ext += __atomic_load_n(&f->slot[i].rdmap_ext, __ATOMIC_RELAXED);
-	}
-	munmap((void *)f, len);
-	return n;
-}
-
 /* A library pair: both ends recorded the agreement this run claims, and a
  * Send with Immediate goes (agreed) or is refused (EOPNOTSUPP). */
 static void test_agreed(void)
@@ -1079,12 +1048,14 @@ static void test_agreed(void)
 		xs_test_failures++;
 		goto out;
 	}
-	n = stat_agreed(&ext);
-	if (n < 0) {
-		printf("RFC 7306: no statistics file, agreement not read\n");
-	} else {
-		CHECK_EQ_U(n, 2);
+	struct xs_stat_conn sc, ss;
+	if (cm_stat_slot(true, &sc) && cm_stat_slot(false, &ss)) {
+		ext = sc.rdmap_ext + ss.rdmap_ext;
+		n = 2;
 		CHECK_EQ_U(ext, (ext_mode ? 2 : 0));
+	} else {
+		n = 0;
+		printf("RFC 7306: no statistics file, agreement not read\n");
 	}
 	struct ibv_sge sg = { .addr = (uintptr_t)(c.mem + GUARD), .length = 8,
 			      .lkey = c.mr[T_RW]->lkey };
