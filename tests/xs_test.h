@@ -114,26 +114,29 @@ static inline int xs_test_mode(int argc, char **argv)
 }
 
 /* Run mode `mode` of this program with env ({name, value}..., NULL; a
- * NULL value unsets) over this environment; its exit status. */
+ * NULL value unsets) over this environment; its exit status.  Call it at
+ * the end of this run: the environment is changed here, before the fork
+ * (the child of a threaded process only execs), and this process's
+ * library read its settings long ago. */
 static inline int xs_test_rerun(const char *argv0, int mode, const char *const *env)
 {
 	char arg[32];
 	int st;
 	pid_t pid;
 
+	snprintf(arg, sizeof(arg), "--xs-mode=%d", mode);
+	for (; env[0]; env += 2) {
+		if (env[1])
+			setenv(env[0], env[1], 1);
+		else
+			unsetenv(env[0]);
+	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
 	if (pid < 0)
 		return XS_TEST_ERROR;
 	if (pid == 0) {
-		snprintf(arg, sizeof(arg), "--xs-mode=%d", mode);
-		for (; env[0]; env += 2) {
-			if (env[1])
-				setenv(env[0], env[1], 1);
-			else
-				unsetenv(env[0]);
-		}
 		execl("/proc/self/exe", argv0, arg, (char *)NULL);
 		_exit(XS_TEST_ERROR);
 	}
