@@ -32,7 +32,6 @@
 
 static bool ext_mode; /* this run's library pairs agree on RFC 7306 */
 
-
 enum rop { R_WRITE, R_READ, R_SEND, R_SEND_INV };
 enum rkey_kind { K_GOOD, K_BAD_INDEX, K_BAD_KEY };
 
