@@ -12,9 +12,12 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <rdma/rdma_cma.h>
 
 #include "tests/xs_test.h"
+#include "verbs/xs_stat_shm.h"
 
 /* Is the channel's fd readable within ms? */
 static inline bool cm_readable(struct rdma_event_channel *ch, int ms)
@@ -178,6 +181,45 @@ static inline int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 		}
 	}
 	return got;
+}
+
+/* This process's statistics file (verbs/xs_stat_shm.h), read-only; NULL
+ * when there is none (XSOCK_STAT=0, /dev/shm not writable). */
+static inline const struct xs_stat_file *cm_stat_map(void)
+{
+	size_t len = sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn);
+	char path[128];
+	void *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s%u-%d", XS_STAT_DIR, XS_STAT_PREFIX, (unsigned)getuid(),
+		 (int)getpid());
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* A copy of this process's live connection of that role (false: none). */
+static inline bool cm_stat_slot(bool initiator, struct xs_stat_conn *o)
+{
+	const struct xs_stat_file *f = cm_stat_map();
+	bool found = false;
+
+	if (!f)
+		return false;
+	for (unsigned i = 0; i < __atomic_load_n(&f->hdr.hiwater, __ATOMIC_ACQUIRE); i++) {
+		const struct xs_stat_conn *s = &f->slot[i];
+
+		if (__atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE) && s->initiator == initiator) {
+			memcpy(o, s, sizeof(*o));
+			found = true;
+		}
+	}
+	munmap((void *)f, sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn));
+	return found;
 }
 
 #endif

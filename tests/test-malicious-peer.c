@@ -8,7 +8,11 @@
  * responder closes the TCP connection without an event (after
  * XSOCK_MPA_TIMEOUT_MS for the incomplete ones).
  *
- * Established (CRC and Markers on both ways): for each case the peer must
+ * Established, twice (issue 29): first with the default framing (the
+ * XSOCK_MPA_* defaults, a peer asking for nothing: no CRC, no Markers),
+ * then this program again with Markers forced (XSOCK_MPA_MARKERS=1, the
+ * peer asking for CRC: both on both ways); the bad-CRC and bad-Marker
+ * cases only then.  For each case the peer must
  * receive a Terminate with the RFC 5040/5041/5044 layer, type and code, then
  * FIN; the responder's QP must be in ERR with every posted receive flushed
  * (IBV_WC_WR_FLUSH_ERR), DISCONNECTED must arrive, and not one octet of the
@@ -53,6 +57,7 @@ struct srv {
 static struct rdma_event_channel *lch;
 static struct rdma_cm_id *lid;
 static uint16_t lport;
+static bool framed; /* this run: CRC and Markers (else the default framing) */
 
 /* Take the CONNECT_REQUEST, build the QP and regions, accept. */
 static bool srv_accept(struct srv *s, int recvs)
@@ -210,7 +215,8 @@ static size_t read_to_eof(int fd, uint8_t *buf, size_t cap, bool *eof)
 	return have;
 }
 
-/* MPA Request (rev 2, CRC, Markers wanted on what we receive: no), Reply. */
+/* MPA Request (rev 2, CRC when framed, Markers wanted on what we
+ * receive: no), Reply. */
 static bool peer_establish(struct peer *p, struct srv *s, int recvs)
 {
 	struct mpa_prefs pr;
@@ -222,7 +228,7 @@ static bool peer_establish(struct peer *p, struct srv *s, int recvs)
 	memset(p, 0, sizeof(*p));
 	p->fd = peer_connect();
 	mpa_prefs_default(&pr);
-	pr.crc = true;
+	pr.crc = framed;
 	pr.ird = 1;
 	pr.ord = 1;
 	mpa_request_build(&pr, &req);
@@ -243,8 +249,10 @@ static bool peer_establish(struct peer *p, struct srv *s, int recvs)
 		have += (size_t)got;
 	}
 	REQUIRE(mpa_initiator_complete(&pr, &req, &rep, &p->ag, &err) == 0);
-	CHECK(p->ag.crc);
-	CHECK(p->ag.markers_tx); /* the responder runs with XSOCK_MPA_MARKERS=1 */
+	/* the responder's Reply: CRC and Markers as this run claims */
+	CHECK(p->ag.crc == framed);
+	CHECK(p->ag.markers_tx == framed);
+	CHECK(!p->ag.markers_rx);
 	mpa_tx_init(&p->tx, p->ag.markers_tx, p->ag.crc);
 	p->msn[0] = p->msn[1] = p->msn[2] = 1;
 	return true;
@@ -715,20 +723,41 @@ static void test_fin_mid_frame(void)
 	srv_check_and_free(&s, "FIN in the middle of an FPDU");
 }
 
-int main(void)
+/* The attacks of this run: without CRC and Markers there is no CRC or
+ * Marker to get wrong (the receiver does not look at the CRC field). */
+static void run_attacks(void)
 {
+	for (int i = 0; i < A_COUNT; i++) {
+		if (!framed && (i == A_BAD_CRC || i == A_BAD_MARKER))
+			continue;
+		run_attack((enum attack)i);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const markers[] = { "XSOCK_MPA_MARKERS", "1", NULL };
+	int mode = xs_test_mode(argc, argv), rc;
+
 	/* before the library reads its configuration */
 	setenv("XSOCK_MPA_TIMEOUT_MS", "400", 1);
-	setenv("XSOCK_MPA_MARKERS", "1", 1);
+	if (mode == 0) { /* the default framing first */
+		unsetenv("XSOCK_MPA_MARKERS");
+		unsetenv("XSOCK_MPA_CRC");
+	}
+	framed = mode == 1;
+	printf("== %s\n", framed ? "XSOCK_MPA_MARKERS=1, CRC" : "default framing");
 	lport = cm_listen(&lch, &lid);
 
 	test_handshake_attacks();
-	for (int i = 0; i < A_COUNT; i++)
-		run_attack((enum attack)i);
+	run_attacks();
 	test_peer_terminate();
 	test_fin_mid_frame();
 
 	CHECK(rdma_destroy_id(lid) == 0);
 	rdma_destroy_event_channel(lch);
-	return xs_test_result();
+	rc = xs_test_result();
+	if (mode == 0)
+		rc = xs_test_both(rc, xs_test_rerun(argv[0], 1, markers));
+	return rc;
 }

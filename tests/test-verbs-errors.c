@@ -18,12 +18,19 @@
  *
  * Then: modify_qp(ERR) flushing in order, send queue completions in WR
  * order (Sends behind a Read), rdma_disconnect with WRs
- * outstanding, a SIGKILLed peer, and invalid application input. */
+ * outstanding, a SIGKILLed peer, and invalid application input.
+ *
+ * All of it twice (issue 29): with the defaults, where two xsocks agree on
+ * RFC 7306, then again as a siw-compatible xsock (XSOCK_RDMAP_EXT=0), this
+ * program re-run.  Raw peers never announce RFC 7306: only the library to
+ * library connections differ.  Each run first proves which it got (the
+ * statistics file's agreement, Send with Immediate accepted or refused). */
 #include "config.h"
 
 #include "tests/test-verbs-util.h"
 #include "verbs/xs_priv_abi.h"
 
+static bool ext_mode; /* this run's library pairs agree on RFC 7306 */
 
 enum rop { R_WRITE, R_READ, R_SEND, R_SEND_INV };
 enum rkey_kind { K_GOOD, K_BAD_INDEX, K_BAD_KEY };
@@ -721,6 +728,20 @@ static void test_peer_killed(void)
 
 /* ---- invalid application input -------------------------------------------------------- */
 
+static void refuse_ext_ops(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	static const enum ibv_wr_opcode ops[] = { IBV_WR_ATOMIC_CMP_AND_SWP,
+						  IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_IMM,
+						  IBV_WR_RDMA_WRITE_WITH_IMM };
+	struct ibv_send_wr *bad;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		wr->opcode = ops[i];
+		bad = NULL;
+		CHECK(ibv_post_send(qp, wr, &bad) == EOPNOTSUPP && bad == wr);
+	}
+}
+
 static void test_bad_input(void)
 {
 	struct ibv_send_wr wr, *bad;
@@ -756,15 +777,10 @@ static void test_bad_input(void)
 	CHECK(ibv_post_send(qp, &wr, &bad) == EINVAL && bad == &wr);
 	sg[0].length = 8;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	/* RFC 7306 operations on a connection that did not agree on them */
-	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	CHECK(ibv_post_send(qp, &wr, &bad) == EOPNOTSUPP && bad == &wr);
-	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	CHECK(ibv_post_send(qp, &wr, &bad) == EOPNOTSUPP && bad == &wr);
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
-	CHECK(ibv_post_send(qp, &wr, &bad) == EOPNOTSUPP && bad == &wr);
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	CHECK(ibv_post_send(qp, &wr, &bad) == EOPNOTSUPP && bad == &wr);
+	/* RFC 7306 operations on a connection that did not agree on them
+	 * (agreed, they are accepted: test_agreed and test-verbs-ext) */
+	if (!ext_mode)
+		refuse_ext_ops(qp, &wr);
 	wr.opcode = IBV_WR_RDMA_READ; /* max_sge_rd is 1 */
 	wr.num_sge = 2;
 	CHECK(ibv_post_send(qp, &wr, &bad) == EINVAL && bad == &wr);
@@ -773,9 +789,11 @@ static void test_bad_input(void)
 	wr.opcode = IBV_WR_SEND;
 	wr.num_sge = 1;
 	wr.next = &w2;
-	w2.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	w2.opcode = ext_mode ? IBV_WR_SEND : IBV_WR_ATOMIC_CMP_AND_SWP;
+	if (ext_mode) /* too many SGEs */
+		w2.num_sge = 3;
 	w2.wr_id = 2;
-	CHECK(ibv_post_send(qp, &wr, &bad) == EOPNOTSUPP && bad == &w2);
+	CHECK(ibv_post_send(qp, &wr, &bad) == (ext_mode ? EINVAL : EOPNOTSUPP) && bad == &w2);
 	wr.next = NULL;
 	CHECK(poll_n(c.scq, wc, 1, 1000) == 1 && wc[0].wr_id == 1 && wc[0].status == IBV_WC_SUCCESS);
 	CHECK(poll_n(s.rcq, wc, 1, 1000) == 1 && wc[0].wr_id == 100 &&
@@ -1015,14 +1033,59 @@ static void test_both_blocked(void)
 	}
 }
 
-int main(void)
+/* ---- which RFC 7306 agreement this run has ------------------------------------------- */
+
+/* A library pair: both ends recorded the agreement this run claims, and a
+ * Send with Immediate goes (agreed) or is refused (EOPNOTSUPP). */
+static void test_agreed(void)
 {
-	signal(SIGPIPE, SIG_IGN);
-	/* these connections do not agree on RFC 7306 (test_bad_input checks
-	 * its refusal; test-verbs-ext the operations) */
-	setenv("XSOCK_RDMAP_EXT", "0", 1);
+	struct ibv_wc wc;
+	struct ep c, s;
+	int n, ext = 0;
+
+	if (!pair_up(&c, &s, 4, 0, 4)) {
+		xs_test_failures++;
+		goto out;
+	}
+	struct xs_stat_conn sc, ss;
+	if (cm_stat_slot(true, &sc) && cm_stat_slot(false, &ss)) {
+		ext = sc.rdmap_ext + ss.rdmap_ext;
+		n = 2;
+		CHECK_EQ_U(ext, (ext_mode ? 2 : 0));
+	} else {
+		n = 0;
+		printf("RFC 7306: no statistics file, agreement not read\n");
+	}
+	struct ibv_sge sg = { .addr = (uintptr_t)(c.mem + GUARD), .length = 8,
+			      .lkey = c.mr[T_RW]->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(0x7306) }, *bad = NULL;
+	int rc = ibv_post_send(c.id->qp, &wr, &bad);
+	if (!ext_mode) {
+		CHECK(rc == EOPNOTSUPP && bad == &wr);
+	} else if (rc != 0) {
+		CHECK_EQ_U(rc, 0);
+	} else {
+		CHECK(poll_n(c.scq, &wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS);
+		CHECK(poll_n(s.rcq, &wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS &&
+		      (wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0x7306));
+	}
+	printf("RFC 7306 %s: %d of %d ends say so, Send with Immediate %s\n",
+	       ext_mode ? "agreed" : "not agreed", ext, n, rc ? "refused" : "delivered");
+	CHECK(rdma_disconnect(c.id) == 0);
+	cm_expect_ack(c.ch, RDMA_CM_EVENT_DISCONNECTED, 2000, "agreed client");
+	cm_expect_ack(lch, RDMA_CM_EVENT_DISCONNECTED, 2000, "agreed server");
+out:
+	free_ep(&s);
+	free_ep(&c);
+}
+
+static void run_suite(void)
+{
 	verbs_test_listen();
 
+	test_agreed();
 	test_remote_errors();
 	test_modify_err_flush();
 	printf("modify_qp(ERR) flush: %s\n", xs_test_failures ? "(failures above)" : "ok");
@@ -1037,5 +1100,22 @@ int main(void)
 
 	CHECK(rdma_destroy_id(lid) == 0);
 	rdma_destroy_event_channel(lch);
-	return xs_test_result();
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const siw[] = { "XSOCK_RDMAP_EXT", "0", NULL };
+	int mode = xs_test_mode(argc, argv), rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	/* the defaults first: two xsocks agree on RFC 7306 */
+	if (mode == 0)
+		unsetenv("XSOCK_RDMAP_EXT");
+	ext_mode = mode == 0;
+	printf("== %s\n", ext_mode ? "defaults (RFC 7306 agreed)" : "XSOCK_RDMAP_EXT=0 (siw-compatible)");
+	run_suite();
+	rc = xs_test_result();
+	if (mode == 0)
+		rc = xs_test_both(rc, xs_test_rerun(argv[0], 1, siw));
+	return rc;
 }

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define XS_TEST_PASS 0
 #define XS_TEST_FAIL 1
@@ -97,6 +99,61 @@ static inline int xs_test_result(void)
 		return XS_TEST_FAIL;
 	}
 	return XS_TEST_PASS;
+}
+
+/* One program run under several settings, the defaults first (issue 29):
+ * the library reads each XSOCK_* setting once and keeps it, so a later
+ * mode is this program again (execv of /proc/self/exe), its environment
+ * set before it starts, argv[1] "--xs-mode=N".  This run's mode (0: the
+ * first one, the defaults): */
+static inline int xs_test_mode(int argc, char **argv)
+{
+	if (argc > 1 && strncmp(argv[1], "--xs-mode=", 10) == 0)
+		return atoi(argv[1] + 10);
+	return 0;
+}
+
+/* Run mode `mode` of this program with env ({name, value}..., NULL; a
+ * NULL value unsets) over this environment; its exit status.  Call it at
+ * the end of this run: the environment is changed here, before the fork
+ * (the child of a threaded process only execs), and this process's
+ * library read its settings long ago. */
+static inline int xs_test_rerun(const char *argv0, int mode, const char *const *env)
+{
+	char arg[32];
+	int st;
+	pid_t pid;
+
+	snprintf(arg, sizeof(arg), "--xs-mode=%d", mode);
+	for (; env[0]; env += 2) {
+		if (env[1])
+			setenv(env[0], env[1], 1);
+		else
+			unsetenv(env[0]);
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return XS_TEST_ERROR;
+	if (pid == 0) {
+		execl("/proc/self/exe", argv0, arg, (char *)NULL);
+		_exit(XS_TEST_ERROR);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return XS_TEST_ERROR;
+	return WEXITSTATUS(st);
+}
+
+/* Two runs' exit statuses as one: any error or failure wins, then a pass. */
+static inline int xs_test_both(int a, int b)
+{
+	if (a == XS_TEST_ERROR || b == XS_TEST_ERROR)
+		return XS_TEST_ERROR;
+	if (a == XS_TEST_FAIL || b == XS_TEST_FAIL || (a != XS_TEST_PASS && a != XS_TEST_SKIP) ||
+	    (b != XS_TEST_PASS && b != XS_TEST_SKIP))
+		return XS_TEST_FAIL;
+	return a == XS_TEST_SKIP && b == XS_TEST_SKIP ? XS_TEST_SKIP : XS_TEST_PASS;
 }
 
 /* Parse a hex string ("00 22 41 ..." spaces allowed) into buf; returns length. */

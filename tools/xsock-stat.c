@@ -144,6 +144,8 @@ static void cnt_copy(struct xs_stat_counters *o, const struct xs_stat_counters *
 	dir_copy(&o->rx, &c->rx);
 	o->crc_errors = LOAD(c->crc_errors);
 	o->flushed = LOAD(c->flushed);
+	o->zc_writes = LOAD(c->zc_writes);
+	o->zc_copied = LOAD(c->zc_copied);
 	o->term_tx = LOAD(c->term_tx);
 	o->term_rx = LOAD(c->term_rx);
 }
@@ -212,6 +214,8 @@ static int snap_take(const struct sfile *sf, struct snap *sn)
 			dir_sum(&sn->total.rx, &sn->conn[i].c.rx);
 			sn->total.crc_errors += sn->conn[i].c.crc_errors;
 			sn->total.flushed += sn->conn[i].c.flushed;
+			sn->total.zc_writes += sn->conn[i].c.zc_writes;
+			sn->total.zc_copied += sn->conn[i].c.zc_copied;
 			if (sn->conn[i].c.term_tx)
 				sn->total.term_tx = sn->conn[i].c.term_tx;
 			if (sn->conn[i].c.term_rx)
@@ -304,6 +308,7 @@ static void json_counters(const struct xs_stat_counters *c)
 	printf(", ");
 	json_dir("rx", &c->rx, c->term_rx);
 	printf(", \"crc_errors\": %" PRIu64 ", \"flushed\": %" PRIu64, c->crc_errors, c->flushed);
+	printf(", \"zc_writes\": %" PRIu64 ", \"zc_copied\": %" PRIu64, c->zc_writes, c->zc_copied);
 }
 
 static void json_str(const char *s)

@@ -275,6 +275,8 @@ void xs_stat_conn_close(struct xs_stat_conn *s)
 	dir_add(&h->closed.rx, &s->c.rx);
 	XS_STAT_ADD(&h->closed, crc_errors, s->c.crc_errors);
 	XS_STAT_ADD(&h->closed, flushed, s->c.flushed);
+	XS_STAT_ADD(&h->closed, zc_writes, s->c.zc_writes);
+	XS_STAT_ADD(&h->closed, zc_copied, s->c.zc_copied);
 	if (s->c.term_tx)
 		XS_STAT_SET(&h->closed, term_tx, s->c.term_tx);
 	if (s->c.term_rx)

@@ -123,6 +123,17 @@ static inline void xs_stat_term(struct xs_stat_conn *s, bool tx, const struct xs
 				 __ATOMIC_RELAXED);
 }
 
+/* Transmit side, the tx owner: a write left with SENDMSG_ZC, and whether
+ * the kernel said it copied the pages anyway. */
+static inline void xs_stat_zc(struct xs_stat_conn *s, bool copied)
+{
+	if (!s)
+		return;
+	XS_STAT_ADD(&s->c, zc_writes, 1);
+	if (copied)
+		XS_STAT_ADD(&s->c, zc_copied, 1);
+}
+
 /* Receive side, rx lock held: the stream failed with err (a CRC error is
  * counted). */
 static inline void xs_stat_rx_error(struct xs_stat_conn *s, const struct xs_err *err)

@@ -65,6 +65,9 @@ struct xs_stat_counters {
 	_Alignas(64) uint64_t crc_errors; /* FPDUs whose MPA CRC was wrong (the stream then ends) */
 	uint64_t flushed; /* WRs completed with IBV_WC_WR_FLUSH_ERR */
 	uint32_t term_tx, term_rx;
+	/* zero-copy send (xs_zc.c): writes that left with SENDMSG_ZC, and
+	 * those the kernel then said it copied (XSOCK_ZC=auto: the last one) */
+	uint64_t zc_writes, zc_copied;
 };
 
 /* An address: family AF_INET or AF_INET6 (0: unknown), port in host order. */

@@ -111,6 +111,7 @@ static int zc_finish(struct xs_conn *c, int rc)
 	bool copied = false;
 	int src = xs_zc_settle(xs_config()->tx_timeout_ms, &copied);
 
+	xs_stat_zc(c->stat, copied);
 	if (copied && !xs_config()->zc_always) {
 		c->zc = ZC_OFF;
 		xs_log("zero-copy send: the kernel copied anyway (a peer on this host): copies from now on");
