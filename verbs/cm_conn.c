@@ -629,16 +629,24 @@ XS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 /* ---- refused: ECE and multicast ------------------------------------------- */
 
 /* Enhanced Connection Establishment rides IB CM REQ/REP: an MPA exchange
- * has no room for it.  Carried because librdmacm's own versions reach into
- * its private id (container_of an xsock id: out of bounds). */
+ * has no room for it.  librdmacm's own only keep the values in its id (the
+ * iWARP CM drops them), so on siw they work with its checks: the local ECE
+ * is taken and goes nowhere, the remote one is all zero.  Carried because
+ * librdmacm's reach into its private id (container_of an xsock id: out of
+ * bounds). */
 XS_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	return cm_err(id && ece ? EOPNOTSUPP : EINVAL);
+	if (!id || id->qp || !ece || !ece->vendor_id || ece->comp_mask)
+		return cm_err(EINVAL);
+	return 0;
 }
 
 XS_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	return cm_err(id && ece ? EOPNOTSUPP : EINVAL);
+	if (!id || id->qp || !ece)
+		return cm_err(EINVAL);
+	memset(ece, 0, sizeof(*ece));
+	return 0;
 }
 
 /* The ECE reject reason has nowhere to go: a plain MPA reject. */
@@ -649,21 +657,22 @@ XS_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 }
 
 /* Multicast needs UD QPs, which an iWARP device does not have (RDMA_PS_UDP
- * ids already fail with EOPNOTSUPP): refused as ibv_attach_mcast is.
- * Carried because librdmacm's own versions reach into its private id, as
- * the ECE calls above. */
+ * ids already fail with EOPNOTSUPP): refused as over siw, where the kernel
+ * answers a join ENOSYS (no IB multicast, no RoCE) and librdmacm a leave of
+ * an address never joined EADDRNOTAVAIL.  Carried because librdmacm's own
+ * versions reach into its private id, as the ECE calls above. */
 XS_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
-	return cm_err(id && addr ? EOPNOTSUPP : EINVAL);
+	return cm_err(id && addr ? ENOSYS : EINVAL);
 }
 
 XS_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
 				     void *context)
 {
-	return cm_err(id && mc_join_attr ? EOPNOTSUPP : EINVAL);
+	return cm_err(id && mc_join_attr ? ENOSYS : EINVAL);
 }
 
 XS_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-	return cm_err(id && addr ? EOPNOTSUPP : EINVAL);
+	return cm_err(id && addr ? EADDRNOTAVAIL : EINVAL);
 }

@@ -814,11 +814,24 @@ XS_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 	return EOPNOTSUPP;
 }
 
+/* rdma-core's is plain arithmetic on the WC, the same on siw: without a
+ * GRH it fills the fields and answers 0.  A GRH (never in an iWARP WC)
+ * needs the GID table lookups of RoCE: refused. */
 XS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
 				  struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
 {
-	errno = EOPNOTSUPP;
-	return -1;
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->grh.flow_label = be32toh(grh->version_tclass_flow) & 0xfffff;
+	ah_attr->dlid = wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	if (wc->wc_flags & IBV_WC_GRH) {
+		ah_attr->is_global = 1;
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return 0;
 }
 
 XS_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
