@@ -9,10 +9,8 @@ XS_TMP=$(mktemp /tmp/xsock-fioqperf.XXXXXX)
 trap 'rm -f "$XS_TMP" "$XS_TMP".*' EXIT
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 fail=0
-ran=0
 
 if command -v fio >/dev/null 2>&1; then
-    ran=1
     for verb in write read send; do
         port=$(xs_free_port)
         # the server (a read job, no hostname) listens; the client names it.
@@ -44,11 +42,10 @@ if command -v fio >/dev/null 2>&1; then
         fi
     done
 else
-    echo "skip fio (not installed)"
+    echo "FAIL: fio missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 
 if command -v qperf >/dev/null 2>&1; then
-    ran=1
     port=$(xs_free_port)
     timeout -k 5 120 "$XS_RUN" qperf -lp "$port" >"$XS_TMP.qs" 2>&1 &
     spid=$!
@@ -77,8 +74,7 @@ if command -v qperf >/dev/null 2>&1; then
     fi
     xs_reap $spid
 else
-    echo "skip qperf (not installed)"
+    echo "FAIL: qperf missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 
-[ $ran = 0 ] && { echo "SKIP: neither fio nor qperf installed"; exit 77; }
 exit $fail

@@ -7,12 +7,13 @@
 # (READ16) over iSER and compared with the source and the backing file;
 # iscsi-perf reads for 3 s.  Prints MB/s.
 #
-# tgtd's iSER portal is on 0.0.0.0:3260: Debian 12's tgtd refuses every
-# `--iser port=N` ("iser_param_parser invalid port supplied": it tests a
-# stale errno, which libnl's constructor leaves at ENOENT when
-# /etc/libnl/classid is missing).  So the test runs in its own network
-# namespace (unshare -n) when it can, where 3260 is free; the TCP portal
-# is on another port, as with an iWARP RNIC (one port space).
+# Debian 12's tgtd refuses every `--iser port=N` ("iser_param_parser
+# invalid port supplied": it tests a stale errno, which libnl's constructor
+# leaves at ENOENT when /etc/libnl/classid is missing): the test gives libnl
+# an empty classid of its own (NLSYSCONFDIR), then the iSER portal is on a
+# free port (another if tgtd cannot listen there).  It runs in its own
+# network namespace (unshare -n) when it can; the TCP portal is on another
+# port, as with an iWARP RNIC (one port space).
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
@@ -33,36 +34,43 @@ import fcntl, socket, struct
 s = socket.socket(); r = fcntl.ioctl(s, 0x8913, struct.pack("16sh", b"lo", 0))
 fl = struct.unpack("16sh", r)[1] | 1; fcntl.ioctl(s, 0x8914, struct.pack("16sh", b"lo", fl))'
 fi
-iport=3260
-hex=$(printf '%04X' $iport)
-if grep -q ":$hex [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
-    echo "SKIP: port $iport (tgtd's iSER portal) is in use"; exit 77
-fi
-
 xs_scratch
+mkdir "$tmp/libnl" && : >"$tmp/libnl/classid"
+NLSYSCONFDIR=$tmp/libnl; export NLSYSCONFDIR
 tport=$(xs_free_port)
 # tgtd's control socket is /var/run/tgtd/socket.N (not in the namespace)
 cport=$(( ($$ % 20000) + 100 ))
 while [ -e /var/run/tgtd/socket.$cport ]; do cport=$((cport + 1)); done
 tgt="iqn.2024-01.org.xsock:iser-test"
 ini="iqn.2024-01.org.xsock:iser-initiator"
-url="iser://127.0.0.1:$iport/$tgt/1"
 lun="$tmp/lun.img"
 truncate -s 64M "$lun"
 adm() { timeout 10 tgtadm -C $cport "$@"; }
 
-timeout 300 "$XS_RUN" tgtd -f -C $cport --iscsi portal=127.0.0.1:$tport >"$tmp/tgtd.log" 2>&1 &
-srv=$!
-i=0
-until adm --mode sys --op show >"$tmp/sys" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -gt 100 ] && { echo "FAIL: tgtd did not start"; cat "$tmp/tgtd.log"; exit 1; }
-    sleep 0.1
+# a free port may be taken before tgtd binds it: up to 3 ports
+for try in 1 2 3; do
+    iport=$(xs_free_port)
+    timeout 300 "$XS_RUN" tgtd -f -C $cport --iscsi portal=127.0.0.1:$tport --iser port=$iport \
+        >"$tmp/tgtd.log" 2>&1 &
+    srv=$!
+    i=0
+    until adm --mode sys --op show >"$tmp/sys" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && { echo "FAIL: tgtd did not start"; cat "$tmp/tgtd.log"; exit 1; }
+        sleep 0.1
+    done
+    if ! grep -q "iser: ready" "$tmp/sys"; then
+        echo "FAIL: tgtd's iser driver is not ready"; cat "$tmp/sys" "$tmp/tgtd.log"; exit 1
+    fi
+    xs_wait_listen $iport && break
+    echo "note: no iSER portal on $iport (try $try)"; cat "$tmp/tgtd.log"
+    xs_reap $srv; srv=
+    [ $try = 3 ] && { echo "FAIL: no iSER portal on 3 free ports"; exit 1; }
+    # a control socket of its own for the next tgtd
+    cport=$((cport + 1))
+    while [ -e /var/run/tgtd/socket.$cport ]; do cport=$((cport + 1)); done
 done
-if ! grep -q "iser: ready" "$tmp/sys"; then
-    echo "FAIL: tgtd's iser driver is not ready"; cat "$tmp/sys" "$tmp/tgtd.log"; exit 1
-fi
-xs_wait_listen $iport || { echo "FAIL: no iSER portal on $iport"; cat "$tmp/tgtd.log"; exit 1; }
+url="iser://127.0.0.1:$iport/$tgt/1"
 # tgt 1.0.85's iSER login asks for an IP and an initiator-name ACL both
 adm --lld iser --mode target --op new --tid 1 --targetname $tgt &&
 adm --lld iser --mode target --op bind --tid 1 -I ALL &&

@@ -138,7 +138,7 @@ nginx_case() {
                 { echo "FAIL $name: NAK-sequence on more than a quarter of the connections"; fail=1; }
         fi
     else
-        echo "SKIP $name wrk: not installed"
+        echo "FAIL: wrk missing (scripts/install-deps.sh installs it)"; fail=1
     fi
     eval "rps_$name=${rps:-0}"
     # the log of the serving: the teardown's signals (timeout signals the

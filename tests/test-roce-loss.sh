@@ -15,9 +15,11 @@ set -u
 only=${1:-.}
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 bld=${XS_TOP_BUILDDIR:-.}
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (network namespaces)"; exit 77; }
-command -v ibv_rc_pingpong >/dev/null 2>&1 && command -v ib_send_bw >/dev/null 2>&1 ||
-    { echo "skip: ibverbs-utils or perftest missing"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
+for p in ibv_rc_pingpong ib_send_bw; do
+    command -v $p >/dev/null 2>&1 ||
+        { echo "FAIL: $p missing (scripts/install-deps.sh installs it)"; exit 1; }
+done
 ns_a=xsrl-a$$ ns_b=xsrl-b$$ tap_a=xsrla$$ tap_b=xsrlb$$
 tmp=$(mktemp -d /tmp/xsock-roce-loss.XXXXXX)
 imp=
@@ -28,12 +30,15 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
+# the machine's limits skip (one SKIP line each), anything else fails
+[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun (tap devices)"; exit 77; }
+{ ip netns add "$ns_a" && ip netns add "$ns_b"; } ||
+    { echo "SKIP: cannot create network namespaces (ip netns add)"; exit 77; }
 {
-    ip netns add "$ns_a" && ip netns add "$ns_b" &&
-        ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
+    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
         ip -n "$ns_a" tuntap add dev "$tap_a" mode tap &&
         ip -n "$ns_b" tuntap add dev "$tap_b" mode tap
-} || { echo "skip: cannot make namespaces and taps"; exit 77; }
+} || { echo "FAIL: cannot make the taps in the namespaces"; exit 1; }
 "$bld/tools/xsock-impair" "$ns_a" "$tap_a" "$ns_b" "$tap_b" 200 20000 >"$tmp/impair" 2>&1 &
 imp=$!
 ip -n "$ns_a" addr add 10.78.0.1/24 dev "$tap_a" && ip -n "$ns_b" addr add 10.78.0.2/24 dev "$tap_b" &&

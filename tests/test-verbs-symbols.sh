@@ -4,7 +4,8 @@
 # (a preload is only used if the versions match: see /work/shared/notes).
 # The rsocket calls (verbs/cm_rsocket.c) and the multicast refusals too.
 so="${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so"
-command -v nm >/dev/null 2>&1 || exit 77
+# nm is binutils' (build-essential, scripts/install-deps.sh)
+command -v nm >/dev/null 2>&1 || { echo "FAIL: nm missing (scripts/install-deps.sh installs it)"; exit 1; }
 [ -f "$so" ] || { echo "no $so"; exit 99; }
 syms=$(nm -D --defined-only --with-symbol-versions "$so") || exit 99
 fail=0

@@ -19,7 +19,7 @@ if command -v ibv_devinfo >/dev/null 2>&1; then
         echo "FAIL ibv_devinfo"; cat "$XS_TMP.dev"; fail=1
     fi
 else
-    echo "skip ibv_devinfo (ibverbs-utils missing)"
+    echo "FAIL: ibv_devinfo missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 
 # server command, client command (the client gets the address last)
@@ -61,7 +61,7 @@ if command -v ucmatose >/dev/null 2>&1; then
         fi
     fi
 else
-    echo "skip ucmatose (rdmacm-utils missing)"
+    echo "FAIL: ucmatose missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 
 if command -v ib_send_bw >/dev/null 2>&1; then
@@ -120,7 +120,7 @@ if command -v ib_send_bw >/dev/null 2>&1; then
     done
     [ $k = 12 ] && echo "ok ib_send_lat with a Read RTR: 12 runs"
 else
-    echo "skip perftest (not installed)"
+    echo "FAIL: ib_send_bw missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 
 # cmtime over RoCE between two processes: 100 connections set up at once
@@ -146,6 +146,6 @@ if command -v cmtime >/dev/null 2>&1; then
     fi
     xs_reap $spid
 else
-    echo "skip cmtime (rdmacm-utils missing)"
+    echo "FAIL: cmtime missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 exit $fail

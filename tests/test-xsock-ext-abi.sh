@@ -6,7 +6,8 @@
 # (RDMA Write of 1 MiB and 16 MiB, checked by SHA-256 at the server).
 b=${XS_TOP_BUILDDIR:-.}
 so="$b/libxsock/.libs/libxsock.so"
-command -v nm >/dev/null 2>&1 || exit 77
+# nm is binutils' (build-essential, scripts/install-deps.sh)
+command -v nm >/dev/null 2>&1 || { echo "FAIL: nm missing (scripts/install-deps.sh installs it)"; exit 1; }
 [ -f "$so" ] || { echo "no $so"; exit 99; }
 syms=$(nm -D --defined-only --with-symbol-versions "$so" | awk '$2 == "T" || $2 == "W" {print $3}') || exit 99
 fail=0

@@ -44,6 +44,8 @@ if command -v socat > /dev/null 2>&1; then
     else
         echo "FAIL: socat transfer without private calls"; tail -20 "$b/tests/nopriv-socat.log"; fail=1
     fi
+else
+    echo "FAIL: socat missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 
 # 2. xsock-run --stack rdma-core
@@ -77,6 +79,7 @@ except OSError as e: print('connect:', e)" 2>&1)
     *) echo "FAIL: libxsock over rdma-core did not load the stack: $msg"; fail=1 ;;
     esac
 else
-    echo "note: librdmacm.so.1 not installed: step 3 skipped"
+    # librdmacm-dev (scripts/install-deps.sh) brings librdmacm1
+    echo "FAIL: librdmacm.so.1 missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 exit $fail

@@ -8,8 +8,8 @@
 #   sockperf ping-pong for 2 s (messages must come back).
 # With tcpdump and root, the forced runs must show the MPA Request and Reply
 # on the port, the plain runs no MPA at all (the capture keeps only segments
-# that start with "MPA ").  A missing program is skipped
-# (and the test exits 77 only when all three are missing).
+# that start with "MPA ").  A missing program is a failure
+# (scripts/install-deps.sh installs them all).
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
@@ -18,7 +18,6 @@ py=/usr/bin/python3 # Debian's, dynamically linked (a pyenv build may not be)
 xs_scratch
 xs_capture_ok transfers
 fail=0
-ran=0
 
 http_case() {
     name=http-$1; run=${1}_run; port=$(xs_free_port)
@@ -105,23 +104,19 @@ if [ -x "$py" ] && command -v curl >/dev/null 2>&1; then
     want=$(sha256sum <"$tmp/www/f.bin" | cut -d' ' -f1)
     http_case iwarp
     http_case plain
-    ran=1
 else
-    echo "SKIP http: no $py or curl"
+    echo "FAIL: $py or curl missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 if command -v iperf3 >/dev/null 2>&1; then
     iperf_case iwarp
     iperf_case plain
-    ran=1
 else
-    echo "SKIP iperf3: not installed (scripts/install-deps.sh)"
+    echo "FAIL: iperf3 missing (scripts/install-deps.sh installs it)"; fail=1
 fi
 if command -v sockperf >/dev/null 2>&1; then
     sockperf_case iwarp
     sockperf_case plain
-    ran=1
 else
-    echo "SKIP sockperf: not installed (scripts/install-deps.sh)"
+    echo "FAIL: sockperf missing (scripts/install-deps.sh installs it)"; fail=1
 fi
-[ $ran = 1 ] || exit 77
 exit $fail

@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 done
 lib=$bld/verbs/.libs/libiwarp.so.0
 [ -e "$lib" ] || { echo "compare: no $lib (set XS_TOP_BUILDDIR)" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "compare: SKIP: needs root (QEMU guest cache, apt)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: compare needs root (QEMU guest cache, apt)"; exit 77; }
 no_xsock_env
 [ -z "$xs_unset" ] || echo "compare: unset $xs_unset (libiwarp's defaults)"
 

@@ -69,7 +69,7 @@ cells+=("hc-k-xfer hc kxfer r2c0 pass" "gc-k-xfer gc kxfer r2c0 pass"
 
 if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
 [ -x "$xs_run" ] || { echo "matrix: no $xs_run (set XS_TOP_BUILDDIR)" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "matrix: SKIP: needs root (QEMU guest cache, apt)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: matrix needs root (QEMU guest cache, apt)"; exit 77; }
 
 "$here/guest-prepare.sh" "${prep[@]}" || { echo "matrix: guest preparation failed" >&2; exit 1; }
 command -v tshark > /dev/null || { echo "matrix: tshark missing" >&2; exit 1; }

@@ -39,10 +39,10 @@ done
 [[ $rounds =~ ^[1-9][0-9]?$ ]] || { echo "roce-netem: --rounds 1..99" >&2; exit 2; }
 conds=("reorder+loss|delay 1ms reorder 25% 50% loss 1%" "loss|loss 1%"
        "reorder|delay 1ms reorder 25% 50%")
-[ "$(id -u)" = 0 ] || { echo "roce-netem: SKIP: needs root (QEMU guest, tap device)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: roce-netem needs root (QEMU guest, tap device)"; exit 77; }
 [ -x "$xs_run" ] || { echo "roce-netem: no $xs_run (set XS_TOP_BUILDDIR)" >&2; exit 2; }
 timeout 20 "$xs_run" ibv_devices 2>/dev/null | grep -qw "$xdev" ||
-    { echo "roce-netem: SKIP: no $xdev in this build"; exit 77; }
+    { echo "roce-netem: FAIL: $xs_run ibv_devices does not list $xdev (every build has it)"; exit 1; }
 "$here/guest-prepare.sh" --no-install ||
     { echo "roce-netem: guest preparation failed" >&2; exit 1; }
 

@@ -22,11 +22,13 @@
 # --loopback runs the xsock halves in the guest on rxe0 instead (rxe's own
 # loopback, no packet on the tap): it checks the harness and every
 # guest-side command line without xsock_roce0.  Without it the cells need
-# xsock_roce0 in this build; when it is missing the script prints SKIP and
-# exits 77.  Env: XS_TOP_BUILDDIR (or a build in ./), XS_ROCE_DEV (default
-# xsock_roce0), XS_ROCE_RUN (what runs the xsock halves, default the build's
-# tools/xsock-run).  Prints one line per cell and a table (cell | result |
-# note) to DIR/roce.md; exit 0 only if every cell passed.
+# xsock_roce0 in this build; when xsock-run ibv_devices does not list it
+# (crashed, hung or no such device) the script fails (exit 1).  Not root,
+# it prints "SKIP: roce needs root ..." and exits 77.  Env: XS_TOP_BUILDDIR
+# (or a build in ./), XS_ROCE_DEV (default xsock_roce0), XS_ROCE_RUN (what
+# runs the xsock halves, default the build's tools/xsock-run).  Prints one
+# line per cell and a table (cell | result | note) to DIR/roce.md; exit 0
+# only if every cell passed.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,7 +48,7 @@ while [ $# -gt 0 ]; do
         --soak) soak=1 ;;
         --loopback) loop=1 ;;
         --no-install) prep+=(--no-install) ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "roce: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -88,12 +90,17 @@ done
 cells+=("hc-pp2-4096 hc pingpong2 4096")
 
 if [ $list = 1 ]; then printf '%s\n' "${cells[@]}" | cut -d' ' -f1; exit 0; fi
-[ "$(id -u)" = 0 ] || { echo "roce: SKIP: needs root (QEMU guest, tap device)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: roce needs root (QEMU guest, tap device)"; exit 77; }
 if [ $loop = 0 ]; then
     [ -x "$xs_run" ] || { echo "roce: no $xs_run (set XS_TOP_BUILDDIR)" >&2; exit 2; }
-    if ! timeout 20 "$xs_run" ibv_devices 2>/dev/null | grep -qw "$xdev"; then
-        echo "roce: SKIP: no $xdev in this build ($xs_run ibv_devices does not list it)"
-        exit 77
+    # every build has xsock_roce0: a listing without it (a crash, a hang,
+    # a missing device) is the stack's failure, not a reason to skip
+    devs=$(timeout 20 "$xs_run" ibv_devices 2>&1); drc=$?
+    if [ $drc != 0 ] || ! printf '%s\n' "$devs" | grep -qw "$xdev"; then
+        why="exit $drc"; [ $drc = 124 ] && why="timed out after 20 s"
+        echo "roce: FAIL: $xs_run ibv_devices ($why) does not list $xdev:"
+        printf '%s\n' "$devs" | tail -20
+        exit 1
     fi
 fi
 

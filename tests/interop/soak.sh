@@ -66,7 +66,7 @@ done
 if [ $list = 1 ]; then printf '%s\n' "${sel[@]}"; exit 0; fi
 [ ${#sel[@]} -gt 0 ] || { echo "soak: no block matches $only" >&2; exit 2; }
 [ -x "$xs_run" ] || { echo "soak: no $xs_run (set XS_TOP_BUILDDIR)" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "soak: SKIP: needs root (QEMU guest cache, apt)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: soak needs root (QEMU guest cache, apt)"; exit 77; }
 
 # libiwarp's defaults: nothing of the caller's XSOCK_* reaches the runs
 no_xsock_env
