@@ -255,10 +255,13 @@ void xs_stat_conn_ended(struct xs_stat_conn *s)
 	}
 	stat_logged[i] = true;
 	pthread_mutex_unlock(&stat_mu);
-	xs_stat_log(&(struct xs_stat_log_conn){ .transport = "iwarp", .local = &s->local,
-						.peer = &s->peer, .initiator = s->initiator,
-						.tx_octets = s->c.tx.octets, .rx_octets = s->c.rx.octets,
-						.tx_msgs = s->c.tx.fpdus, .rx_msgs = s->c.rx.fpdus });
+	/* the tx and rx owners may still be counting: read as xsock-stat does */
+	xs_stat_log(&(struct xs_stat_log_conn){
+		.transport = "iwarp", .local = &s->local, .peer = &s->peer, .initiator = s->initiator,
+		.tx_octets = __atomic_load_n(&s->c.tx.octets, __ATOMIC_RELAXED),
+		.rx_octets = __atomic_load_n(&s->c.rx.octets, __ATOMIC_RELAXED),
+		.tx_msgs = __atomic_load_n(&s->c.tx.fpdus, __ATOMIC_RELAXED),
+		.rx_msgs = __atomic_load_n(&s->c.rx.fpdus, __ATOMIC_RELAXED) });
 }
 
 void xs_stat_conn_close(struct xs_stat_conn *s)
