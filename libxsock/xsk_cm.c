@@ -70,7 +70,7 @@ static void plain_arrived(struct xsk *l, struct rdma_cm_event *ev);
 
 static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_event *ev)
 {
-	uint8_t cd[RS_CONN_DATA_LEN];
+	uint8_t cd[RS_CONN_DATA_LEN + 4];
 
 	if ((int)ev->event == XSOCK_CM_EVENT_PLAIN) {
 		plain_arrived(s, ev);
@@ -90,6 +90,12 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 			break;
 		}
 		xsk_local_conn(s, cd);
+		/* after the connection data (which rsockets and we read up to
+		 * its length): a line end, so that a plain server reading
+		 * lines answers the MPA Request at once, with an error line or
+		 * by closing, instead of waiting for more (xsk_conn.c's
+		 * fallback then need not wait XSOCK_PLAIN_PROBE_MS) */
+		memcpy(cd + RS_CONN_DATA_LEN, "\r\n\r\n", 4);
 		struct rdma_conn_param p = { .private_data = cd, .private_data_len = sizeof(cd),
 					     .responder_resources = XSK_RD_DEPTH,
 					     .initiator_depth = XSK_RD_DEPTH,
@@ -114,8 +120,11 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		if (s->state == XSK_CONNECTING)
+		if (s->state == XSK_CONNECTING) {
+			s->mpa_rejected = ev->event == RDMA_CM_EVENT_REJECTED &&
+					  ev->status == -ECONNRESET;
 			fail_connect(s, ECONNREFUSED);
+		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "libxsock/xsk_config.h"
@@ -30,15 +31,13 @@ static bool rules_say_tcp(int fd, struct xsk *s, int role, const struct sockaddr
 	return true;
 }
 
-/* Replace the original TCP socket under every fd number naming s by the
- * inner epoll fd, and re-register s in the epoll sets that knew it. */
-static int take_over(int fd, struct xsk *s)
+/* Put the inner epoll fd under every fd number naming s in place of the
+ * original TCP socket (xsk_make_fds done), and re-register s in the epoll
+ * sets that knew it. */
+static int place_epfd(int fd, struct xsk *s)
 {
-	int rc = xsk_make_fds(s);
 	int flags = xsk_cloexec(s) ? O_CLOEXEC : 0;
 
-	if (rc)
-		return rc;
 	if (xsk_real.dup3(xsk_epfd(s), fd, flags) < 0)
 		return -errno;
 	if (xsk_tab_nfds(s) > 1) {
@@ -54,6 +53,13 @@ static int take_over(int fd, struct xsk *s)
 	}
 	xsk_ep_readd(s);
 	return 0;
+}
+
+static int take_over(int fd, struct xsk *s)
+{
+	int rc = xsk_make_fds(s);
+
+	return rc ? rc : place_epfd(fd, s);
 }
 
 XSK_EXPORT int listen(int fd, int backlog)
@@ -109,15 +115,86 @@ out:
 	return rc ? (int)xsk_fail(-rc) : 0;
 }
 
+/* ---- connect: iWARP, or plain TCP to a peer that is not ------------------- */
+
+/* A connect that can still go plain: the application's TCP socket stays
+ * as it is (its options, its blocking mode, its epoll registrations) while
+ * the stack tries MPA on a connection of its own; only one fd number names
+ * it, and no fixed local port that the stack's attempt would need too. */
+static bool can_fall_back(struct xsk *s)
+{
+	const struct sockaddr_storage *l = xsk_local(s);
+	in_port_t port = 0;
+
+	if (l && l->ss_family == AF_INET)
+		port = ((const struct sockaddr_in *)l)->sin_port;
+	else if (l && l->ss_family == AF_INET6)
+		port = ((const struct sockaddr_in6 *)l)->sin6_port;
+	return port == 0 && xsk_tab_nfds(s) == 1;
+}
+
+/* The attempt failed in a way that says the peer is not an iWARP one:
+ * anything but an MPA reject (an iWARP peer that said no). */
+static bool peer_not_iwarp(struct xsk *s)
+{
+	return xsk_state(s) == XSK_CLOSED && !xsk_mpa_rejected(s);
+}
+
+/* Give the socket back to libc and connect it there (s's lock held, and
+ * released; the caller's reference dropped). */
+static int go_plain(int fd, struct xsk *s, const struct sockaddr *addr, socklen_t len,
+		    const char *why)
+{
+	if (xsk_debug())
+		fprintf(stderr, "libxsock: fd %d: %s: a plain TCP connection instead\n", fd, why);
+	xsk_unlock(s);
+	/* the epoll sets that watch fd watch the kernel socket it is again,
+	 * without libxsock's records of them */
+	struct xsk_ep_moved *mv;
+	int nmv = xsk_ep_take_fd(s, fd, &mv);
+	xsk_tab_detach(fd); /* the attempt's resources go with s */
+	xsk_ep_give_fd(fd, mv, nmv);
+	xsk_fd_put(s);
+	return REAL(connect)(fd, addr, len);
+}
+
+/* Wait for the attempt to a destination not known yet, whatever the
+ * socket's blocking mode, for XSOCK_PLAIN_PROBE_MS or the socket's
+ * SO_SNDTIMEO if that is shorter (the plain connect then has its own); a
+ * handler that runs meanwhile does not end it.  NULL: connected; else why
+ * not. */
+static const char *probe_wait(struct xsk *s)
+{
+	int64_t deadline = xsk_now_ms() + (int64_t)xsk_setting_num(XS_SET_PLAIN_PROBE_MS);
+	int64_t timeo = xsk_timeo_deadline(xsk_timeo(s, false));
+	struct xsk_sigsnap snap;
+
+	if (timeo >= 0 && timeo < deadline)
+		deadline = timeo;
+
+	xsk_sig_snap(&snap);
+	xsk_progress(s);
+	while (xsk_state(s) == XSK_CONNECTING) {
+		xsk_unlock(s);
+		int w = xsk_wait_step(s, deadline, true, false, &snap);
+		xsk_lock(s);
+		if (w == -EAGAIN)
+			return "no MPA Reply in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO)";
+		xsk_progress(s);
+	}
+	if (xsk_state(s) == XSK_CONNECTED)
+		return NULL;
+	return "the peer did not answer as an iWARP peer";
+}
+
 XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc = 0;
+	bool inet = addr && ((addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
+			     (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)));
 
-	if (s && addr &&
-	    ((addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
-	     (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))) &&
-	    rules_say_tcp(fd, s, XSK_ROLE_CONNECT, addr)) {
+	if (s && inet && rules_say_tcp(fd, s, XSK_ROLE_CONNECT, addr)) {
 		xsk_fd_put(s);
 		s = NULL;
 	}
@@ -142,9 +219,40 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 			rc = -EBADFD;
 		goto out;
 	}
-	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
-	    len < sizeof(struct sockaddr_in)) {
+	if (!inet) {
 		rc = -EAFNOSUPPORT;
+		goto out;
+	}
+	/* XSOCK_PLAIN_PROBE_MS=0: no fallback, every connect is iWARP's */
+	bool fallback = xsk_setting_num(XS_SET_PLAIN_PROBE_MS) > 0 && can_fall_back(s);
+	int64_t ttl_ms = (int64_t)xsk_setting_num(XS_SET_PLAIN_TTL_S) * 1000;
+	enum xsk_peer_kind kind = fallback ? xsk_peer_lookup(addr) : XSK_PEER_IWARP;
+	if (kind == XSK_PEER_PLAIN)
+		return go_plain(fd, s, addr, len, "a plain TCP server lately");
+	if (kind == XSK_PEER_UNKNOWN) {
+		rc = xsk_make_fds(s);
+		if (!rc)
+			rc = xsk_connect_start(s, addr, len);
+		const char *why = rc ? "the stack cannot connect" : probe_wait(s);
+		if (!why) {
+			xsk_peer_learn(addr, XSK_PEER_IWARP, ttl_ms);
+			rc = place_epfd(fd, s);
+			goto out;
+		}
+		if (rc || peer_not_iwarp(s) || xsk_state(s) == XSK_CONNECTING) {
+			/* TCP itself refused: the plain connect says so too
+			 * (and nothing is learnt from it) */
+			int prc = go_plain(fd, s, addr, len, why);
+			int perr = errno;
+			if (prc == 0 || perr == EINPROGRESS)
+				xsk_peer_learn(addr, XSK_PEER_PLAIN, ttl_ms);
+			errno = perr;
+			return prc;
+		}
+		rc = -xsk_take_err(s); /* rejected by an iWARP peer */
+		if (!rc)
+			rc = -ECONNREFUSED;
+		place_epfd(fd, s);
 		goto out;
 	}
 	rc = take_over(fd, s);
@@ -178,6 +286,7 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		rc = -xsk_take_err(s);
 		if (!rc)
 			rc = -ECONNREFUSED;
+		xsk_peer_learn(addr, XSK_PEER_UNKNOWN, 0); /* the next one tries again */
 	}
 out:
 	xsk_unlock(s);

@@ -10,6 +10,7 @@
  *   xsk_poll.c     poll/ppoll/select/pselect
  *   xsk_epoll.c    epoll_ctl/epoll_wait and the registrations
  *   xsk_stdio.c    fdopen
+ *   xsk_peer.c     what each destination turned out to be (connect's fallback)
  *
  * Every call that takes an fd looks it up in one array (the fd table); an
  * fd that is not an IWARP socket goes straight to libc, so an ordinary
@@ -163,6 +164,22 @@ int64_t xsk_timeo_deadline(int64_t us);
  * s->mu not held (taken inside). */
 int xsk_wait_step(struct xsk *s, int64_t deadline, bool writer, bool moved,
 		  struct xsk_sigsnap *snap);
+
+/* ---- destinations (xsk_peer.c) ------------------------------------------- */
+
+enum xsk_peer_kind {
+	XSK_PEER_UNKNOWN, /* try iWARP, fall back to plain TCP */
+	XSK_PEER_IWARP, /* answered MPA: iWARP, no fallback wait */
+	XSK_PEER_PLAIN, /* did not: a plain TCP connection at once */
+};
+
+/* What sa (IPv4 or IPv6, with its port) was found to be within its time;
+ * unknown if never, too long ago, or the table is busy.  Any thread; never
+ * waits for a lock (safe in a forked child). */
+enum xsk_peer_kind xsk_peer_lookup(const struct sockaddr *sa);
+/* Remember kind for sa for ttl_ms (XSK_PEER_UNKNOWN forgets it); skipped
+ * if the table is busy.  Any thread. */
+void xsk_peer_learn(const struct sockaddr *sa, enum xsk_peer_kind kind, int64_t ttl_ms);
 
 /* ---- addresses (xsk_sockopt.c) ------------------------------------------- */
 

@@ -312,6 +312,9 @@ struct xsk {
 	bool disc_pending; /* ordered_close: its DISCONNECT not yet completed */
 	bool sgl_seen; /* an SGL message came (possibly before ESTABLISHED was read) */
 	bool in_accept_queue;
+	/* connect: REJECTED with ECONNRESET, an MPA reject as siw reports
+	 * it (xsk_conn.c does not fall back to plain TCP then) */
+	bool mpa_rejected;
 
 	/* listeners: the service thread answers connection requests */
 	struct xsk *svc_next;

@@ -58,6 +58,13 @@ static inline int xsk_take_err(struct xsk *s)
 	return e;
 }
 
+/* The connect failed because the peer refused in MPA (an iWARP peer):
+ * s->mu held. */
+static inline bool xsk_mpa_rejected(const struct xsk *s)
+{
+	return s->mpa_rejected;
+}
+
 static inline int xsk_family(const struct xsk *s)
 {
 	return s->family;

@@ -271,13 +271,39 @@ static void test_sndtimeo(void)
 	pair_close(&p);
 }
 
+/* A plain listener on 127.0.0.1:port (SO_REUSEADDR; the port may still
+ * be the stack's a moment after its listener closed). */
+static int plain_listen_at(struct sockaddr_in *a)
+{
+	for (int i = 0; i < 100; i++) {
+		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		if (l < 0)
+			return -1;
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(l, (struct sockaddr *)a, sizeof(*a)) == 0 && listen(l, 16) == 0)
+			return l;
+		close(l);
+		usleep(10000);
+	}
+	return -1;
+}
+
 static void test_connect_timeo(void)
 {
-	/* a plain TCP listener that never answers the MPA Request */
+	/* a destination that answered MPA a moment ago (an xsock listener),
+	 * now a plain listener that never answers the MPA Request: a known
+	 * iWARP peer is not waited for as a probe, so SO_SNDTIMEO ends the
+	 * connect as TCP's would */
 	struct sockaddr_in a;
-	int l = xs_sock_listen(0, &a);
+	int l = xs_sock_listen(1, &a);
 	REQUIRE(l >= 0);
-	int c = socket(AF_INET, SOCK_STREAM, 0);
+	int c = xs_sock_connect(1, &a);
+	CHECK(c >= 0);
+	close(c);
+	close(l);
+	l = plain_listen_at(&a);
+	REQUIRE(l >= 0);
+	c = socket(AF_INET, SOCK_STREAM, 0);
 	REQUIRE(c >= 0 && xs_sock_mode(c, 1) == 0);
 	CHECK(set_timeo(c, SO_SNDTIMEO, 300) == 0);
 	int64_t t0 = ms_now();
@@ -285,10 +311,31 @@ static void test_connect_timeo(void)
 	CHECK(connect(c, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == EINPROGRESS);
 	int64_t dt = ms_now() - t0;
 	CHECK(dt >= 250 && dt < 10000);
-	printf("SO_SNDTIMEO 300 ms: connect EINPROGRESS after %lld ms\n", (long long)dt);
+	printf("SO_SNDTIMEO 300 ms, a known iWARP peer: connect EINPROGRESS after %lld ms\n",
+	       (long long)dt);
 	/* the connection attempt goes on */
 	errno = 0;
 	CHECK(connect(c, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == EALREADY);
+	close(c);
+	close(l);
+
+	/* a new destination, a silent plain listener: the probe gives up at
+	 * SO_SNDTIMEO (shorter than XSOCK_PLAIN_PROBE_MS) and the connect
+	 * goes on as plain TCP */
+	l = xs_sock_listen(0, &a);
+	REQUIRE(l >= 0);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	REQUIRE(c >= 0 && xs_sock_mode(c, 1) == 0);
+	CHECK(set_timeo(c, SO_SNDTIMEO, 300) == 0);
+	t0 = ms_now();
+	CHECK(connect(c, (struct sockaddr *)&a, sizeof(a)) == 0);
+	dt = ms_now() - t0;
+	int mode = -1;
+	socklen_t ml = sizeof(mode);
+	CHECK(getsockopt(c, SOL_IWARP, IWARP_MODE, &mode, &ml) == 0 && mode == 0);
+	CHECK(dt >= 250 && dt < 900);
+	printf("SO_SNDTIMEO 300 ms, a silent plain listener: plain TCP after %lld ms\n",
+	       (long long)dt);
 	close(c);
 	close(l);
 }

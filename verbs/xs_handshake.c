@@ -29,6 +29,17 @@ static bool cls_step(struct xs_conn *c);
 
 /* ---- handshakes ------------------------------------------------------------ */
 
+/* The octets so far can still begin the frame's key: a peer that is not
+ * MPA (a plain server's short greeting or error line, "ERROR\r\n") is
+ * told at its first octet, not when 20 octets have come or never do. */
+static bool key_prefix_ok(const struct xs_conn *c, enum mpa_frame_type type)
+{
+	const char *key = type == MPA_REPLY ? MPA_KEY_REP : MPA_KEY_REQ;
+	size_t n = c->hs_have < MPA_KEY_LEN ? c->hs_have : MPA_KEY_LEN;
+
+	return memcmp(c->hs_buf, key, n) == 0;
+}
+
 static int hs_read(struct xs_conn *c, enum mpa_frame_type type, struct mpa_frame *f)
 {
 	struct xs_err err;
@@ -44,6 +55,8 @@ static int hs_read(struct xs_conn *c, enum mpa_frame_type type, struct mpa_frame
 			if (n < 0)
 				return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
 			c->hs_have += (size_t)n;
+			if (!key_prefix_ok(c, type))
+				return -EPROTO;
 		}
 		int rc = mpa_frame_decode(c->hs_buf, c->hs_have, type, f, &c->hs_need, &err);
 		if (rc != -EAGAIN)

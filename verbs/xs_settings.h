@@ -82,6 +82,10 @@ enum xs_kind { XS_KIND_BOOL, XS_KIND_UINT, XS_KIND_ENUM, XS_KIND_STR };
 	  "the verbs/CM library libxsock runs on (librdmacm.so.1: the kernel's)")                 \
 	X(STACK_PRIV, BOOL, "1", 0, 0, NULL, XS_BY_XSOCK,                                          \
 	  "use libiwarp's private calls (0: standard verbs and CM calls only)")                    \
+	X(PLAIN_PROBE_MS, UINT, "1000", 0, 60000, NULL, XS_BY_XSOCK,                              \
+	  "an IWARP connect to a new destination waits this long for MPA, then goes plain TCP (0: never)") \
+	X(PLAIN_TTL_S, UINT, "60", 0, 86400, NULL, XS_BY_XSOCK,                                   \
+	  "how long a destination found plain (or iWARP) is remembered")                        \
 	X(SOCK_LIB, STR, "libxsock.so.0", 0, 0, NULL, XS_BY_IWARP,                                 \
 	  "the libxsock libiwarp's r* calls load (set by xsock-run)")                              \
 	X(EXEC_FD, UINT, "", 0, 2147483647, NULL, XS_BY_XSOCK | XS_INTERNAL,                       \

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# An IWARP client of a server that is not an iWARP peer goes on as plain
+# TCP (xsock(7) PLAIN SERVERS).  Four plain servers (tests/
+# xsock-plain-peer.py: one that echoes what it gets and waits for the
+# client, one that speaks first, one that answers an error and closes, one
+# that stays silent) and, for each, a client under `xsock-run --iwarp` per
+# way of waiting for its connect (blocking; non-blocking then select, poll,
+# epoll, EPOLLET, an epoll set it joined before the connect, a read at
+# once), two connections each:
+#   - both get their answer, and neither is an IWARP socket (IWARP_MODE 0);
+#   - the server saw three connections: the stack's MPA try, then two that
+#     began with the client's own octets (the program's connections carry
+#     none of the stack's);
+#   - XSOCK_DEBUG says why for the first, and the second is plain at once
+#     (the destination was remembered).
+# Then: a client of an xsock server is an IWARP socket (no fallback), and a
+# client of a port nobody listens on gets ECONNREFUSED.
+set -u
+. "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
+command -v python3 >/dev/null 2>&1 || { echo "FAIL: no python3 (scripts/install-deps.sh)"; exit 1; }
+[ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
+peer=${XS_TOP_SRCDIR:-.}/tests/xsock-plain-peer.py
+
+xs_scratch
+fail=0
+mpa=4d504120494420526571204672616d65 # "MPA ID Req Frame"
+ping=50494e4720 # "PING "
+
+for kind in echo greet error silent; do
+    port=$(xs_free_port)
+    : >"$tmp/$kind.log"
+    env -u LD_PRELOAD python3 "$peer" server $kind "$port" "$tmp/$kind.log" 2>"$tmp/srv.err" &
+    srv=$!
+    xs_wait_listen "$port" || { echo "FAIL: $kind server did not listen"; cat "$tmp/srv.err"; exit 1; }
+    for how in block select poll epoll epollet epollpre readnow; do
+        n0=$(wc -l <"$tmp/$kind.log")
+        XSOCK_DEBUG=1 XSOCK_RULES= XSOCK_CONFIG= timeout 60 "$XS_RUN" --iwarp \
+            python3 "$peer" client "$port" $how 2 >"$tmp/c.out" 2>"$tmp/c.err"
+        rc=$?
+        sleep 0.1 # the server's log line of the last connection
+        seen=$(tail -n +$((n0 + 1)) "$tmp/$kind.log")
+        nmpa=$(echo "$seen" | grep -c "^$mpa")
+        nping=$(echo "$seen" | grep -c "^$ping")
+        nother=$(echo "$seen" | grep -vc "^$mpa\|^$ping")
+        why=$(grep 'a plain TCP connection instead' "$tmp/c.err" | head -n 1 | sed 's/.*fd [0-9]*: //')
+        lately=$(grep -c 'a plain TCP server lately' "$tmp/c.err")
+        tries=$(grep -c 'a plain TCP connection instead' "$tmp/c.err")
+        res="$kind/$how: rc $rc, $(grep -c ' ok iwarp_mode 0 ' "$tmp/c.out") plain answers,"
+        res="$res server saw $nmpa MPA try + $nping client connections ($nother other), first: $why"
+        if [ $rc = 0 ] && [ "$(grep -c ' ok iwarp_mode 0 ' "$tmp/c.out")" = 2 ] &&
+            [ "$nmpa" = 1 ] && [ "$nping" = 2 ] && [ "$nother" = 0 ] &&
+            [ "$tries" = 2 ] && [ "$lately" = 1 ]; then
+            echo "ok   $res; $(sed -n 's/.*connect \(.*\)/\1/p' "$tmp/c.out" | tr '\n' ' ')"
+        else
+            echo "FAIL $res; lately $lately"; cat "$tmp/c.out"; tail -5 "$tmp/c.err"; fail=1
+        fi
+    done
+    xs_reap "$srv"
+    srv=
+done
+
+# an xsock server: no fallback, the connections are the stack's
+port=$(xs_free_port)
+: >"$tmp/x.log"
+XSOCK_RULES= XSOCK_CONFIG= "$XS_RUN" --iwarp python3 "$peer" server echo "$port" "$tmp/x.log" 2>"$tmp/srv.err" &
+srv=$!
+xs_wait_listen "$port" || { echo "FAIL: xsock server did not listen"; cat "$tmp/srv.err"; exit 1; }
+XSOCK_DEBUG=1 XSOCK_RULES= XSOCK_CONFIG= timeout 60 "$XS_RUN" --iwarp \
+    python3 "$peer" client "$port" epoll 2 >"$tmp/c.out" 2>"$tmp/c.err"
+rc=$?
+if [ $rc = 0 ] && [ "$(grep -c ' ok iwarp_mode 1 ' "$tmp/c.out")" = 2 ] &&
+    ! grep -q 'plain TCP' "$tmp/c.err" && [ "$(grep -c "^$ping" "$tmp/x.log")" = 2 ]; then
+    echo "ok   xsock server: 2 IWARP connections, no fallback"
+else
+    echo "FAIL xsock server: rc $rc"; cat "$tmp/c.out"; tail -5 "$tmp/c.err"; fail=1
+fi
+xs_reap "$srv"
+srv=
+
+# nobody listens: refused, as TCP's connect says
+port=$(xs_free_port)
+out=$(XSOCK_RULES= XSOCK_CONFIG= timeout 30 "$XS_RUN" --iwarp python3 -c "
+import socket
+s = socket.socket()
+try:
+    s.connect(('127.0.0.1', $port)); print('connected')
+except ConnectionRefusedError:
+    print('refused')" 2>&1)
+if [ "$out" = refused ]; then
+    echo "ok   nobody listens: ECONNREFUSED"
+else
+    echo "FAIL nobody listens: $out"; fail=1
+fi
+exit $fail

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# The plain servers and the client of tests/test-xsock-plain.sh.
+#
+#   xsock-plain-peer.py server KIND PORT LOG
+#       a plain TCP server on 127.0.0.1:PORT; per connection it logs the
+#       first 16 octets it got (hex) to LOG, answers "PONG\n" to a line
+#       that holds PING, and to anything else as KIND says:
+#         echo    echoes it (a server that waits for the client to speak)
+#         greet   sends "220 ready\r\n" first, then ignores it (SMTP, SSH)
+#         error   "ERR\r\n" and closes (an HTTP 400)
+#         silent  nothing (waits for a whole request of its own protocol)
+#   xsock-plain-peer.py client PORT WAIT N
+#       N connections in a row, each: connect (WAIT: block, or non-blocking
+#       then select, poll, epoll, epollet, epollpre (registered before the
+#       connect), readnow (a blocking recv at once)), "PING i\n", wait for
+#       "PONG"; prints one line per connection with the socket's IWARP_MODE
+#       and the connect's duration.  Exit 0 when every one got its PONG.
+import errno
+import os
+import select
+import socket
+import sys
+import threading
+import time
+
+SOL_IWARP, IWARP_MODE = 0x69774152, 1
+
+
+def serve(kind, port, log):
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", port))
+    lst.listen(64)
+    lock = threading.Lock()
+
+    def conn(c):
+        first = b""
+        try:
+            if kind == "greet":
+                c.sendall(b"220 ready\r\n")
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                if not first:
+                    first = d[:16]
+                    with lock, open(log, "a") as f:
+                        f.write(first.hex() + "\n")
+                if b"PING" in d:
+                    c.sendall(b"PONG\n")
+                elif kind == "echo":
+                    c.sendall(d)
+                elif kind == "error":
+                    c.sendall(b"ERR\r\n")
+                    break
+        except OSError:
+            pass
+        c.close()
+
+    while True:
+        c, _ = lst.accept()
+        threading.Thread(target=conn, args=(c,), daemon=True).start()
+
+
+def wait_connected(s, how):
+    fd = s.fileno()
+    if how == "select":
+        _, w, _ = select.select([], [fd], [], 10)
+        ok = bool(w)
+    elif how == "poll":
+        p = select.poll()
+        p.register(fd, select.POLLOUT)
+        ok = bool(p.poll(10000))
+    elif how in ("epoll", "epollet"):
+        ep = select.epoll()
+        ep.register(fd, select.EPOLLOUT | (select.EPOLLET if how == "epollet" else 0))
+        ok = bool(ep.poll(10))
+        ep.close()
+    else:
+        return
+    if not ok:
+        raise OSError(errno.ETIMEDOUT, "no writability")
+
+
+def client(port, how, n):
+    ok = 0
+    for i in range(n):
+        t0 = time.monotonic()
+        s = socket.socket()
+        ep = None
+        if how != "block":
+            s.setblocking(False)
+        if how == "epollpre":
+            ep = select.epoll()
+            ep.register(s.fileno(), select.EPOLLOUT | select.EPOLLIN)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        if ep:
+            if not ep.poll(10):
+                print("conn %d: the epoll set saw nothing" % i)
+                continue
+        else:
+            wait_connected(s, how)
+        dt = (time.monotonic() - t0) * 1000
+        err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        mode = s.getsockopt(SOL_IWARP, IWARP_MODE)
+        s.setblocking(True)
+        s.settimeout(10)
+        if how == "readnow":
+            # a reader that waits at once: the server speaks first or not
+            s.sendall(b"PING %d\n" % i)
+            got = s.recv(100)
+            while b"PONG" not in got:
+                d = s.recv(100)
+                if not d:
+                    break
+                got += d
+        else:
+            s.sendall(b"PING %d\n" % i)
+            got = b""
+            while b"PONG" not in got:
+                d = s.recv(100)
+                if not d:
+                    break
+                got += d
+        if ep:
+            ep.close()
+        s.close()
+        good = err == 0 and b"PONG" in got
+        ok += good
+        print("conn %d: %s iwarp_mode %d connect %.2f ms" % (i, "ok" if good else "FAILED", mode, dt))
+    return 0 if ok == n else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "server":
+        serve(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    else:
+        sys.exit(client(int(sys.argv[2]), sys.argv[3], int(sys.argv[4])))
