@@ -342,7 +342,17 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
     # independent decode: no malformed frames, CRCs good where negotiated
     local f=$out/$cn.pcap mal fpdus bad good holes
     if [ -s "$f" ]; then
-        mal=$(tshark -n -r "$f" --disable-protocol rpcordma -Y '_ws.malformed || _ws.expert.severity == "error"' 2>/dev/null | wc -l)
+        # malformed frames: none from siw.  xsock's FPDUs over this path
+        # are its loopback MSS long and slirp cuts them into 1460-octet
+        # segments (see the CRC note below): tshark's MPA dissector,
+        # reading each frame as it was on the guest's wire, loses their
+        # framing at times and calls a frame inside one malformed (siw,
+        # which checks every FPDU it gets, would terminate the connection
+        # on a bad one); those are counted in the note, not as failures
+        local xmal
+        mal=$(tshark -n -r "$f" --disable-protocol rpcordma -Y '(_ws.malformed || _ws.expert.severity == "error") && ip.src == 10.0.2.15' 2>/dev/null | wc -l)
+        xmal=$(tshark -n -r "$f" --disable-protocol rpcordma -Y '(_ws.malformed || _ws.expert.severity == "error") && ip.src == 10.0.2.2' 2>/dev/null | wc -l)
+        [ "$xmal" = 0 ] || note="$note${note:+; }tshark lost FPDU framing on $xmal xsock->siw frames"
         fpdus=$(tshark -n -r "$f" --disable-protocol rpcordma -Y 'iwarp_mpa' 2>/dev/null | wc -l)
         # a hole in a recorded stream would make the decode's verdicts
         # meaningless (QEMU writes every frame, so there must be none)
@@ -365,7 +375,7 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
         local xbad; xbad=$(tshark -n -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.2' 2>/dev/null | grep -c 'Bad CRC32')
         [ "$xbad" = 0 ] || note="$note${note:+; }tshark lost FPDU alignment on $xbad xsock->siw frames"
         rm -f "$out/$cn.decode"
-        [ "$mal" = 0 ] || { ok=0; note="$note; tshark: $mal malformed/error frames"; }
+        [ "$mal" = 0 ] || { ok=0; note="$note; tshark: $mal malformed/error frames from siw"; }
         [ "$bad" = 0 ] || { ok=0; note="$note; tshark: $bad bad CRCs"; }
         [ "$fpdus" -gt 0 ] || { ok=0; note="$note; tshark: no MPA traffic decoded"; }
         if [ "$expect" = pass ] && [ $crc = 1 ] && [ "$good" = 0 ]; then ok=0; note="$note; tshark: no CRC checked"; fi
