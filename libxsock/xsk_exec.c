@@ -648,4 +648,8 @@ __attribute__((constructor)) static void xsk_exec_adopt(void)
 		if (adopt_one((int)fd) == -EIO)
 			break;
 	xsk_real.close((int)fd);
+	/* an inetd service's stdio is the connection (git upload-pack's
+	 * fflush(stdout)) */
+	for (int k = 0; k <= 2; k++)
+		xsk_stdio_std(k);
 }

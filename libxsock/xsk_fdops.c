@@ -124,8 +124,10 @@ XSK_EXPORT int dup(int fd)
 {
 	int nfd = REAL(dup)(fd);
 
-	if (nfd >= 0 && xsk_tab_has(fd))
+	if (nfd >= 0 && xsk_tab_has(fd)) {
 		dup_note(fd, nfd);
+		xsk_stdio_std(nfd); /* close(1); dup(sock): inetd's old way */
+	}
 	return nfd;
 }
 
@@ -133,8 +135,10 @@ XSK_EXPORT int dup2(int fd, int nfd)
 {
 	int rc = REAL(dup2)(fd, nfd);
 
-	if (rc >= 0)
+	if (rc >= 0) {
 		dup_note(fd, rc);
+		xsk_stdio_std(rc); /* the connection as stdout, then printf */
+	}
 	return rc;
 }
 
@@ -142,8 +146,10 @@ XSK_EXPORT int dup3(int fd, int nfd, int flags)
 {
 	int rc = REAL(dup3)(fd, nfd, flags);
 
-	if (rc >= 0)
+	if (rc >= 0) {
 		dup_note(fd, rc);
+		xsk_stdio_std(rc);
+	}
 	return rc;
 }
 

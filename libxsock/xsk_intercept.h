@@ -9,7 +9,7 @@
  *   xsk_fdops.c    close, _exit, dup, fcntl, fstat, ioctl
  *   xsk_poll.c     poll/ppoll/select/pselect
  *   xsk_epoll.c    epoll_ctl/epoll_wait and the registrations
- *   xsk_stdio.c    fdopen
+ *   xsk_stdio.c    fdopen, the standard streams on IWARP sockets
  *   xsk_peer.c     what each destination turned out to be (connect's fallback)
  *
  * Every call that takes an fd looks it up in one array (the fd table); an
@@ -242,5 +242,11 @@ void xsk_ep_give_fd(int fd, struct xsk_ep_moved *v, int n);
 
 /* atexit: close every IWARP socket as close(2) does. */
 void xsk_exit_close(void);
+
+/* ---- stdio (xsk_stdio.c) ------------------------------------------------- */
+
+/* fd (0-2) names an IWARP socket: libc's stdin, stdout or stderr, which
+ * work with libc's internal calls, becomes a stream over ours (once). */
+void xsk_stdio_std(int fd);
 
 #endif

@@ -8,6 +8,17 @@
  *       the child writes "HELLO <i>\n", makes the connection its stdin and
  *       stdout (dup2, close) and execs PROG ARGS; the parent closes its
  *       copy and reaps the children.  Exit 0 if every child exited 0.
+ *   xsock-exec-check inetd-keep|inetd-cloexec|inetd-dup PORT N PROG ARGS...
+ *       the same, with: the parent keeping its copies open until every
+ *       child has exited; the connection accepted close-on-exec and
+ *       dup2'ed onto stdin, stdout and stderr, its own number left open
+ *       (closed by the exec); close(0), dup, close(1), dup (the old way).
+ *   xsock-exec-check stdio-echo
+ *       the echo with stdio (fread from stdin, fwrite and fflush to
+ *       stdout; fileno(stdout) must be 1): git upload-pack's way.
+ *   xsock-exec-check spawn PROG ARGS...
+ *       git daemon --serve's way: fork, the child execs PROG with the
+ *       inherited stdin and stdout, the parent closes both and waits.
  *   xsock-exec-check echo
  *       stdin to stdout until end of file (the service); with a read or
  *       write error: "echo: read: <error>" on stderr, exit 3.
@@ -34,6 +45,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +83,13 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int do_inetd(int port, int n, char **argv)
+static int do_inetd(const char *style, int port, int n, char **argv)
 {
 	struct sockaddr_in a = lo_addr(port);
 	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, bad = 0;
+	bool keep = !strcmp(style, "inetd-keep"), cloexec = !strcmp(style, "inetd-cloexec");
+	bool olddup = !strcmp(style, "inetd-dup");
+	int kept[64], nkept = 0;
 
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 16) < 0) {
@@ -82,7 +97,7 @@ static int do_inetd(int port, int n, char **argv)
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
-		int c = accept(l, NULL, NULL);
+		int c = accept4(l, NULL, NULL, cloexec ? SOCK_CLOEXEC : 0);
 		if (c < 0) {
 			perror("inetd: accept");
 			return 1;
@@ -96,14 +111,30 @@ static int do_inetd(int port, int n, char **argv)
 				perror("inetd child: write");
 				_exit(2);
 			}
-			dup2(c, 0);
-			dup2(c, 1);
-			close(c);
+			if (olddup) {
+				close(0);
+				close(1);
+				if (dup(c) != 0 || dup(c) != 1) {
+					perror("inetd child: dup");
+					_exit(2);
+				}
+				close(c);
+			} else {
+				dup2(c, 0);
+				dup2(c, 1);
+				if (cloexec)
+					dup2(c, 2); /* c itself goes at the exec */
+				else
+					close(c);
+			}
 			execvp(argv[0], argv);
 			perror("inetd child: execvp");
 			_exit(127);
 		}
-		close(c);
+		if (keep && nkept < 64)
+			kept[nkept++] = c; /* open while the service runs */
+		else
+			close(c);
 	}
 	for (int i = 0; i < n; i++) {
 		int st;
@@ -112,6 +143,8 @@ static int do_inetd(int port, int n, char **argv)
 			bad = 1;
 		}
 	}
+	for (int i = 0; i < nkept; i++)
+		close(kept[i]);
 	return bad;
 }
 
@@ -134,6 +167,50 @@ static int do_echo(void)
 			return 3;
 		}
 	}
+}
+
+static int do_stdio_echo(void)
+{
+	char buf[8192];
+	size_t n;
+
+	if (fileno(stdout) != 1 || fileno(stdin) != 0) {
+		fprintf(stderr, "stdio-echo: fileno(stdin) %d, fileno(stdout) %d\n", fileno(stdin),
+			fileno(stdout));
+		return 3;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) {
+		if (fwrite(buf, 1, n, stdout) != n || fflush(stdout)) {
+			fprintf(stderr, "stdio-echo: write: %s\n", strerror(errno));
+			return 3;
+		}
+	}
+	if (ferror(stdin)) {
+		fprintf(stderr, "stdio-echo: read: %s\n", strerror(errno));
+		return 3;
+	}
+	return 0;
+}
+
+static int do_spawn(char **argv)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("spawn: fork");
+		return 1;
+	}
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		perror("spawn: execvp");
+		_exit(127);
+	}
+	close(0);
+	close(1);
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+		return 1;
+	return WEXITSTATUS(st);
 }
 
 static int connect_to(int port)
@@ -302,10 +379,14 @@ static int do_closefrom(char **argv)
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
-	if (argc >= 5 && !strcmp(argv[1], "inetd"))
-		return do_inetd(atoi(argv[2]), atoi(argv[3]), argv + 4);
+	if (argc >= 5 && !strncmp(argv[1], "inetd", 5))
+		return do_inetd(argv[1], atoi(argv[2]), atoi(argv[3]), argv + 4);
 	if (argc == 2 && !strcmp(argv[1], "echo"))
 		return do_echo();
+	if (argc == 2 && !strcmp(argv[1], "stdio-echo"))
+		return do_stdio_echo();
+	if (argc >= 3 && !strcmp(argv[1], "spawn"))
+		return do_spawn(argv + 2);
 	if (argc == 4 && !strcmp(argv[1], "client"))
 		return do_client(atoi(argv[2]), strtoul(argv[3], NULL, 0));
 	if (argc >= 3 && !strcmp(argv[1], "closefrom"))
