@@ -137,7 +137,7 @@ void xsk_free(struct xsk *s)
 	xsk_svc_del(s);
 	if (s->ext)
 		xsk_ext_up->free(s);
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	xsk_rx_unwatch(s);
 	while ((c = xsk_accept_pop(s)))
 		xsk_free(c);
@@ -221,7 +221,7 @@ void xsk_free(struct xsk *s)
 		xsk_fd_close(s->wake_fd);
 	if (s->epfd >= 0 && !s->epfd_app)
 		xsk_real.close(s->epfd);
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

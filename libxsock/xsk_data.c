@@ -173,11 +173,16 @@ ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags
 	return sk_send(s, iov, cnt, flags);
 }
 
-/* fn_ (sk_recv or sk_send) on s_, whose reference goes; returns its result. */
+/* fn_ (sk_recv or sk_send) on s_, whose reference goes; returns its
+ * result.  Signals held off but in its waits (xsk_priv.h, xsk_sig_hold). */
 #define IO_WRAP(fn_, s_, iov_, cnt_, flags_)             \
 	do {                                             \
+		xsk_sig_hold();                          \
 		ssize_t r_ = fn_(s_, iov_, cnt_, flags_); \
+		int e_ = errno;                          \
 		xsk_fd_put(s_);                          \
+		xsk_sig_release();                       \
+		errno = e_;                              \
 		return r_;                               \
 	} while (0)
 #define RECV_WRAP(s_, iov_, cnt_, flags_) IO_WRAP(sk_recv, s_, iov_, cnt_, flags_)

@@ -226,8 +226,8 @@ static bool ep_look_always(uint32_t events)
  * TCP socket): only those are looked at, plus the ones whose readiness
  * the kernel cannot see (ep_look_always) and new registrations, so a
  * level-triggered wait for input costs what is ready, not the set's size. */
-static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
-			const sigset_t *mask)
+static int ep_wait_emul_held(int epfd, struct epoll_event *evs, int max, int timeout,
+			     const sigset_t *mask)
 {
 	int64_t deadline = timeout < 0 ? -1 : xsk_now_ms() + timeout;
 	struct ep_snap *snap = NULL;
@@ -272,7 +272,11 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 		for (int i = 0; i < nsnap; i++)
 			snap[i].look = false;
 		int t = n ? 0 : xsk_remaining(deadline);
+		unsigned held = xsk_sig_open();
 		int k = n < max ? xsk_real.epoll_pwait(epfd, evs + n, max - n, t, mask) : 0;
+		int err = errno;
+		xsk_sig_close(held);
+		errno = err;
 		if (k < 0) {
 			ret = n ? n : -1;
 			break;
@@ -307,6 +311,20 @@ static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
 	free(snap);
 	errno = e;
 	return ret;
+}
+
+/* Signals held off but in the kernel's wait (xsk_priv.h, xsk_sig_hold). */
+static int ep_wait_emul(int epfd, struct epoll_event *evs, int max, int timeout,
+			const sigset_t *mask)
+{
+	int rc, e;
+
+	xsk_sig_hold();
+	rc = ep_wait_emul_held(epfd, evs, max, timeout, mask);
+	e = errno;
+	xsk_sig_release();
+	errno = e;
+	return rc;
 }
 
 XSK_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)

@@ -145,7 +145,7 @@ static int carry(const struct xsk_stack *st, struct carried *c, int memfd)
 	struct xsk_exec_ent e = { .nfds = c->nfds, .tcpfd = -1 };
 	int rc = 0;
 
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	if (s->state != XSK_CONNECTED || !s->id || !s->rmr || s->ext || s->foreign) {
 		rc = s->state == XSK_LISTENING ? -EOPNOTSUPP : -ENOTCONN;
 		goto out;
@@ -171,7 +171,7 @@ static int carry(const struct xsk_stack *st, struct carried *c, int memfd)
 	    write_all(memfd, s->rmsg, s->rmsg_cap * sizeof(*s->rmsg)))
 		rc = -EIO;
 out:
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	return rc;
 }
 
@@ -187,9 +187,9 @@ static void undo(const struct xsk_stack *st, struct plan *p)
 			c->saved_epfd = -1;
 		}
 		if (c->exported) {
-			pthread_mutex_lock(&c->s->mu);
+			xsk_mutex_lock(&c->s->mu);
 			st->export_undo(c->s->id);
-			pthread_mutex_unlock(&c->s->mu);
+			xsk_mutex_unlock(&c->s->mu);
 			c->exported = false;
 		}
 		if (c->tcpfd >= 0)
@@ -247,7 +247,7 @@ static void prepare(struct plan *p)
 			p->c[i] = p->c[--p->n];
 			continue;
 		}
-		pthread_mutex_lock(&c->s->mu);
+		xsk_mutex_lock(&c->s->mu);
 		if (c->s->state != XSK_CONNECTED && c->s->state != XSK_LISTENING)
 			mode = 2; /* fresh (still the TCP socket) or closed: as it is */
 		else if (c->s->state == XSK_LISTENING)
@@ -256,7 +256,7 @@ static void prepare(struct plan *p)
 			mode = 2;
 		else if (st && st->fork_mode && c->s->id)
 			mode = st->fork_mode(c->s->id);
-		pthread_mutex_unlock(&c->s->mu);
+		xsk_mutex_unlock(&c->s->mu);
 		if (mode == 2 || (mode == 1 && !stdio))
 			p->c[i] = p->c[--p->n];
 		else
@@ -607,9 +607,9 @@ static int adopt_one(int memfd)
 		if (fl >= 0)
 			xsk_real.fcntl(s->epfd, F_SETFL, fl | O_NONBLOCK);
 	}
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	xsk_progress(s);
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	s = NULL;
 	rc = 0;
 out:

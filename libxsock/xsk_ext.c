@@ -148,7 +148,7 @@ static int ext_get(int fd, struct xsk **sp, bool need_conn)
 
 	if (!s)
 		return xsk_real.fcntl(fd, F_GETFD) < 0 ? -EBADF : -ENOTSOCK;
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	xsk_progress(s);
 	if (!need_conn && s->ext)
 		goto ok;
@@ -183,14 +183,14 @@ ok:
 	*sp = s;
 	return 0;
 fail:
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	xsk_fd_put(s);
 	return rc;
 }
 
 static void ext_put(struct xsk *s)
 {
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	xsk_fd_put(s);
 }
 
@@ -255,22 +255,22 @@ static void *ext_thread(void *arg)
 		for (int i = 0; i < n; i++) {
 			struct xsk_ext *x;
 
-			pthread_mutex_lock(&ext_mu);
+			xsk_mutex_lock(&ext_mu);
 			for (x = watch_list; x && x != ev[i].data.ptr; x = x->wnext)
 				;
 			if (x)
 				x->busy++;
-			pthread_mutex_unlock(&ext_mu);
+			xsk_mutex_unlock(&ext_mu);
 			if (!x)
 				continue; /* no longer watched */
 			struct xsk *s = x->s;
-			pthread_mutex_lock(&s->mu);
+			xsk_mutex_lock(&s->mu);
 			xsk_progress(s);
-			pthread_mutex_unlock(&s->mu);
-			pthread_mutex_lock(&ext_mu);
+			xsk_mutex_unlock(&s->mu);
+			xsk_mutex_lock(&ext_mu);
 			x->busy--;
 			pthread_cond_broadcast(&ext_cond);
-			pthread_mutex_unlock(&ext_mu);
+			xsk_mutex_unlock(&ext_mu);
 		}
 	}
 	return arg;
@@ -303,7 +303,7 @@ static void watch_update(struct xsk_ext *x)
 
 	if (want == x->watched)
 		return;
-	pthread_mutex_lock(&ext_mu);
+	xsk_mutex_lock(&ext_mu);
 	if (!want) {
 		unwatch_locked(x);
 	} else {
@@ -311,7 +311,7 @@ static void watch_update(struct xsk_ext *x)
 			pthread_t t;
 
 			ext_ep = epoll_create1(EPOLL_CLOEXEC);
-			if (ext_ep >= 0 && pthread_create(&t, NULL, ext_thread, NULL) == 0) {
+			if (ext_ep >= 0 && xsk_thread_start(&t, ext_thread, NULL) == 0) {
 				pthread_detach(t);
 			} else if (ext_ep >= 0) {
 				xsk_real.close(ext_ep);
@@ -326,7 +326,7 @@ static void watch_update(struct xsk_ext *x)
 			watch_list = x;
 		}
 	}
-	pthread_mutex_unlock(&ext_mu);
+	xsk_mutex_unlock(&ext_mu);
 }
 
 /* ---- operations ------------------------------------------------------------------ */
@@ -581,7 +581,7 @@ static void xsk_ext_free(struct xsk *s)
 
 	if (!x)
 		return;
-	pthread_mutex_lock(&ext_mu);
+	xsk_mutex_lock(&ext_mu);
 	unwatch_locked(x);
 	while (x->busy)
 		pthread_cond_wait(&ext_cond, &ext_mu);
@@ -593,7 +593,7 @@ static void xsk_ext_free(struct xsk *s)
 		m->ib = NULL;
 		m->x = NULL;
 	}
-	pthread_mutex_unlock(&ext_mu);
+	xsk_mutex_unlock(&ext_mu);
 	xsk_real.close(x->efd);
 	free(x->comp);
 	free(x);
@@ -633,10 +633,10 @@ XSK_EXPORT int xsock_reg(int fd, void *buf, size_t len, int access, struct xsock
 	m->x = s->ext;
 	m->addr = buf;
 	m->len = len;
-	pthread_mutex_lock(&ext_mu);
+	xsk_mutex_lock(&ext_mu);
 	m->next = s->ext->mrs;
 	s->ext->mrs = m;
-	pthread_mutex_unlock(&ext_mu);
+	xsk_mutex_unlock(&ext_mu);
 	ext_put(s);
 	*mrp = m;
 	return 0;
@@ -649,9 +649,9 @@ XSK_EXPORT int xsock_dereg(struct xsock_mr *m)
 
 	if (!m)
 		return fail(EINVAL);
-	pthread_mutex_lock(&ext_mu);
+	xsk_mutex_lock(&ext_mu);
 	if (atomic_load(&m->inuse)) {
-		pthread_mutex_unlock(&ext_mu);
+		xsk_mutex_unlock(&ext_mu);
 		return fail(EBUSY);
 	}
 	if (m->x) {
@@ -663,7 +663,7 @@ XSK_EXPORT int xsock_dereg(struct xsock_mr *m)
 	}
 	if (m->ib && st && st->dereg_mr(m->ib))
 		rc = errno ? errno : EINVAL;
-	pthread_mutex_unlock(&ext_mu);
+	xsk_mutex_unlock(&ext_mu);
 	free(m);
 	return rc ? fail(rc) : 0;
 }

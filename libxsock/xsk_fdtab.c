@@ -102,12 +102,12 @@ void xsk_tab_init(void)
 
 void xsk_tab_lock(void)
 {
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 }
 
 void xsk_tab_unlock(void)
 {
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 }
 
 void xsk_tab_set_epset(int fd, struct xsk_epset *ep)
@@ -219,13 +219,15 @@ static void file_put(struct xsk_file *f)
 	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	s = f->s;
-	pthread_mutex_lock(&tab_mu);
+	xsk_sig_hold(); /* the teardown frees memory after its locks */
+	xsk_mutex_lock(&tab_mu);
 	xsk_ep_unlink_locked(s);
 	f->s = NULL;
 	f->next_free = free_files;
 	free_files = f;
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 	xsk_free(s);
+	xsk_sig_release();
 }
 
 bool xsk_tab_hold_locked(struct xsk *s)
@@ -265,13 +267,13 @@ void xsk_fd_put(struct xsk *s)
 
 int xsk_tab_attach(int fd, struct xsk *s)
 {
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 	struct xsk_file *f = xsk_file_of(s);
 
 	if (!f) {
 		f = file_new_locked(s); /* the first fd number's reference */
 		if (!f) {
-			pthread_mutex_unlock(&tab_mu);
+			xsk_mutex_unlock(&tab_mu);
 			return -ENOMEM;
 		}
 		xsk_set_file(s, f);
@@ -282,7 +284,7 @@ int xsk_tab_attach(int fd, struct xsk *s)
 	atomic_store_explicit(&xsk_tab[fd].f, f, memory_order_release);
 	if (fd >= atomic_load_explicit(&tab_hi, memory_order_relaxed))
 		atomic_store_explicit(&tab_hi, fd + 1, memory_order_relaxed);
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 	return 0;
 }
 
@@ -293,14 +295,14 @@ void xsk_tab_detach(int fd)
 
 	if ((unsigned)fd >= (unsigned)xsk_tab_n)
 		return;
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 	f = atomic_exchange(&xsk_tab[fd].f, NULL);
 	ep = atomic_exchange(&xsk_tab[fd].ep, NULL);
 	if (ep)
 		xsk_ep_set_free_locked(ep); /* the epoll set is gone */
 	if (f)
 		f->nfds--;
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 	if (f)
 		file_put(f); /* the reference xsk_tab_attach took */
 }
@@ -309,9 +311,9 @@ int xsk_tab_nfds(const struct xsk *s)
 {
 	int n;
 
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 	n = xsk_file_of(s) ? xsk_file_of(s)->nfds : 0;
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 	return n;
 }
 
@@ -403,7 +405,7 @@ void xsk_tab_fork_prepare(void)
 
 	/* a relay channel per connection (xsk_relay.c), made before the
 	 * table lock is taken for the fork (s->mu comes after tab_mu) */
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 	for (int fd = 0; fd < hi(); fd++)
 		n += slot_sock(fd) != NULL;
 	v = n ? calloc((size_t)n, sizeof(*v)) : NULL;
@@ -416,13 +418,13 @@ void xsk_tab_fork_prepare(void)
 			v[n++] = s;
 		}
 	}
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 	for (int i = 0; i < n; i++) {
 		xsk_relay_fork_prepare(v[i]);
 		xsk_fd_put(v[i]);
 	}
 	free(v);
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 }
 
 void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
@@ -449,7 +451,7 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 		ls[n++] = s;
 		file_hold(xsk_file_of(s));
 	}
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 	for (int i = 0; i < n; i++) {
 		fn(ls[i]);
 		xsk_fd_put(ls[i]);
@@ -472,13 +474,13 @@ void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s))
 void xsk_tab_each(void (*fn)(int fd, struct xsk *s, void *arg), void *arg)
 {
 	xsk_ensure_init();
-	pthread_mutex_lock(&tab_mu);
+	xsk_mutex_lock(&tab_mu);
 	for (int fd = 0; fd < hi(); fd++) {
 		struct xsk *s = slot_sock(fd);
 		if (s)
 			fn(fd, s, arg);
 	}
-	pthread_mutex_unlock(&tab_mu);
+	xsk_mutex_unlock(&tab_mu);
 }
 
 int xsk_tab_next(int fd)

@@ -6,6 +6,12 @@
  * to use it); see verbs/xs_fork.c.  Here, around the same fork:
  *   prepare  the service thread and the fd table are locked (registered
  *            after libiwarp's handlers, so this runs before its prepare);
+ *            the thread's signals are held off until the end of the
+ *            parent's or child's handlers (xsk_sig_hold: a handler that
+ *            forks again waits for them).  A fork from a signal handler
+ *            never finds a lock of its own thread's held: the handler
+ *            did not run while the thread held one (xsk_signal.c), so
+ *            every handler here may lock;
  *   parent   xsk_fork_gen moves on: each socket claims its connection on
  *            its next use (xsk_progress; the claim is xsk_claim.c's); a
  *            listener, released, accepts again at that use too
@@ -142,6 +148,7 @@ static void child_fd(int fd, struct xsk *s)
 
 static void fork_prepare(void)
 {
+	xsk_sig_fork_prepare(); /* no handler of ours runs until the end */
 	xsk_svc_fork_prepare();
 	xsk_tab_fork_prepare(); /* makes the relay channels, with s->mu */
 	xsk_relay_fork_prepare_all(); /* s->mu comes before relay_mu */
@@ -157,12 +164,12 @@ static void parent_listener(struct xsk *s)
 	const struct xsk_stack *st = xsk_stack();
 	uint64_t one = 1;
 
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	if (s->state == XSK_LISTENING && !s->foreign && s->id && st && st->release &&
 	    st->release(s->id) == 0 && s->ready_fd >= 0 && !s->ready_set &&
 	    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
 		s->ready_set = true; /* cleared by its next look */
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 }
 
 static void fork_parent(void)
@@ -172,6 +179,7 @@ static void fork_parent(void)
 	xsk_relay_fork_parent();
 	xsk_tab_fork_parent(parent_listener);
 	xsk_svc_fork_parent();
+	xsk_sig_fork_parent(); /* the signals that came meanwhile run now */
 }
 
 static void fork_child(void)
@@ -182,6 +190,7 @@ static void fork_child(void)
 	xsk_svc_fork_child();
 	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
+	xsk_sig_fork_child();
 }
 
 /* Once the stack is loaded, after its own handlers (so that ours prepare

@@ -36,7 +36,7 @@ short xsk_poll_one(struct xsk *s, short events, bool ep, bool reported)
 /* poll(2) over a set that contains IWARP sockets: their readiness is
  * computed here, the rest (and the IWARP sockets' event channels) go to
  * the kernel. */
-static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+static int poll_emul_held(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
 {
 	struct xsk **socks = calloc(n ? n : 1, sizeof(*socks));
 	struct pollfd *w = calloc(n * 5 + 1, sizeof(*w));
@@ -106,8 +106,10 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 		int t = ready ? 0 : xsk_remaining(deadline);
 		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000 };
 		/* ready with only IWARP sockets: nothing left to ask the kernel */
+		unsigned held = xsk_sig_open();
 		int k = ready && !nw ? 0 : xsk_real.ppoll(w, nw, t < 0 ? NULL : &ts, mask);
 		int e = errno;
+		xsk_sig_close(held);
 		for (nfds_t i = 0; i < n; i++) {
 			if (writer[i]) {
 				xsk_lock(socks[i]);
@@ -152,6 +154,20 @@ static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *
 	free(rxw);
 	free(rx_woke);
 	return ret;
+}
+
+/* Signals held off but in the kernel's wait (xsk_priv.h, xsk_sig_hold):
+ * a handler that forks never finds this thread in the allocator. */
+static int poll_emul(struct pollfd *fds, nfds_t n, int timeout, const sigset_t *mask)
+{
+	int rc, e;
+
+	xsk_sig_hold();
+	rc = poll_emul_held(fds, n, timeout, mask);
+	e = errno;
+	xsk_sig_release();
+	errno = e;
+	return rc;
 }
 
 static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
@@ -220,8 +236,8 @@ static bool any_iwarp_fdset(int nfds, fd_set *r, fd_set *w, fd_set *e)
 	return false;
 }
 
-static int select_emul(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
-		       const sigset_t *mask)
+static int select_emul_held(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
+			    const sigset_t *mask)
 {
 	struct pollfd *p = calloc((size_t)(nfds > 0 ? nfds : 1), sizeof(*p));
 	nfds_t n = 0;
@@ -272,6 +288,20 @@ static int select_emul(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
 	}
 	free(p);
 	return count;
+}
+
+/* Held off as poll_emul (its poll_emul's wait the one open time). */
+static int select_emul(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
+		       const sigset_t *mask)
+{
+	int rc, err;
+
+	xsk_sig_hold();
+	rc = select_emul_held(nfds, r, w, e, timeout, mask);
+	err = errno;
+	xsk_sig_release();
+	errno = err;
+	return rc;
 }
 
 XSK_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)

@@ -395,6 +395,82 @@ ssize_t xsk_sock_send(struct xsk *s, const struct iovec *iov, int cnt, int flags
 
 /* ---- signals (xsk_signal.c) -------------------------------------------------- */
 
+/* Signals held off inside the stack (xsock(7) FORK): while a thread holds
+ * one of libxsock's locks (and so while it is in the stack below them),
+ * the trampoline runs none of the application's handlers on it; a signal
+ * arriving then is kept and raised again on the thread when its last lock
+ * goes.  So a handler that forks (the postgres postmaster) or calls back
+ * into libxsock never finds a lock its own thread holds: the fork
+ * handlers lock as they do for a fork from another thread.  The poll
+ * families and the data calls on IWARP sockets hold signals off for the
+ * whole call but their waits (the allocator they call is the fork's
+ * too: glibc's fork takes its locks).  A fault
+ * (SIGSEGV... from the kernel) and a handler with SA_RESETHAND run at
+ * once.  Thread: the calling thread's count, async-signal-safe; hold
+ * before taking the lock, release after dropping it. */
+extern __thread volatile unsigned xsk_sig_depth __attribute__((tls_model("initial-exec")));
+extern __thread volatile unsigned xsk_sig_npend __attribute__((tls_model("initial-exec")));
+/* Raise the signals held back (xsk_sig_depth is 0). */
+void xsk_sig_flush(void);
+
+static inline void xsk_sig_hold(void)
+{
+	xsk_sig_depth++;
+	atomic_signal_fence(memory_order_seq_cst); /* before the lock */
+}
+
+static inline void xsk_sig_release(void)
+{
+	atomic_signal_fence(memory_order_seq_cst); /* after the unlock */
+	if (--xsk_sig_depth == 0 && xsk_sig_npend)
+		xsk_sig_flush();
+}
+
+/* A blocking wait within a held call, no lock held (the poll families'
+ * kernel wait, xsk_sig_poll): the signals held back run, and handlers run
+ * during the wait as the kernel's would; close gives the depth back. */
+static inline unsigned xsk_sig_open(void)
+{
+	unsigned d = xsk_sig_depth;
+
+	atomic_signal_fence(memory_order_seq_cst);
+	xsk_sig_depth = 0;
+	if (xsk_sig_npend)
+		xsk_sig_flush();
+	return d;
+}
+
+static inline void xsk_sig_close(unsigned d)
+{
+	xsk_sig_depth = d;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* libxsock's locks: pthread's, with signals held off while held. */
+static inline void xsk_mutex_lock(pthread_mutex_t *m)
+{
+	xsk_sig_hold();
+	pthread_mutex_lock(m);
+}
+
+static inline void xsk_mutex_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	xsk_sig_release();
+}
+
+/* Around fork (xsk_fork.c): signals held off from prepare to the end of
+ * the parent's or the child's handlers; the child keeps none held back
+ * for the parent (the kernel clears its pending signals too), and its
+ * count is the forking thread's before the fork (its locks are
+ * re-initialised, not unlocked). */
+void xsk_sig_fork_prepare(void);
+void xsk_sig_fork_parent(void);
+void xsk_sig_fork_child(void);
+/* A thread of libxsock's own (service, relay, completions): created with
+ * every signal blocked, the application's handlers never run on it. */
+int xsk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
 /* What the application's signal handlers did on this thread: counts of
  * handler runs with and without SA_RESTART. */
 struct xsk_sigsnap {

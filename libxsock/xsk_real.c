@@ -195,10 +195,10 @@ done:
 			lib);
 	if (dladdr(*(void **)&stack.create_id, &info) && info.dli_fbase)
 		stack.base = info.dli_fbase;
-	pthread_mutex_lock(&load_mu);
+	xsk_mutex_lock(&load_mu);
 	loaded = true;
 	fn = on_load;
-	pthread_mutex_unlock(&load_mu);
+	xsk_mutex_unlock(&load_mu);
 	if (fn)
 		fn();
 }
@@ -207,11 +207,11 @@ void xsk_stack_on_load(void (*fn)(void))
 {
 	bool now;
 
-	pthread_mutex_lock(&load_mu);
+	xsk_mutex_lock(&load_mu);
 	now = loaded;
 	if (!now)
 		on_load = fn;
-	pthread_mutex_unlock(&load_mu);
+	xsk_mutex_unlock(&load_mu);
 	if (now)
 		fn();
 }

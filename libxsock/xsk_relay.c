@@ -124,25 +124,25 @@ void xsk_relay_fork_prepare(struct xsk *s)
 	}
 	r->s = s;
 	xsk_proto_set_relay(&relay_hooks);
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	r->next = s->relay;
 	s->relay = r;
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 }
 
 void xsk_relay_fork_prepare_all(void)
 {
-	pthread_mutex_lock(&relay_mu);
+	xsk_mutex_lock(&relay_mu);
 	while (relay_starting) { /* a sanitizer's allocator is not fork-safe */
-		pthread_mutex_unlock(&relay_mu);
+		xsk_mutex_unlock(&relay_mu);
 		sched_yield();
-		pthread_mutex_lock(&relay_mu);
+		xsk_mutex_lock(&relay_mu);
 	}
 }
 
 void xsk_relay_fork_parent(void)
 {
-	pthread_mutex_unlock(&relay_mu);
+	xsk_mutex_unlock(&relay_mu);
 }
 
 void xsk_relay_fork_child(void)
@@ -176,9 +176,9 @@ static void *relay_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, NULL); /* signals are the application's */
 	xsk_relay_self = true;
-	pthread_mutex_lock(&relay_mu);
+	xsk_mutex_lock(&relay_mu);
 	relay_starting--;
-	pthread_mutex_unlock(&relay_mu);
+	xsk_mutex_unlock(&relay_mu);
 	if (!up || !down)
 		goto out;
 	for (;;) {
@@ -254,9 +254,9 @@ static void *relay_main(void *arg)
 							    (down_n ? POLLOUT : 0)) };
 		if (!client)
 			p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
-		pthread_mutex_lock(&s->mu);
+		xsk_mutex_lock(&s->mu);
 		nw = xsk_wait_fds(s, fds, up_n != 0);
-		pthread_mutex_unlock(&s->mu);
+		xsk_mutex_unlock(&s->mu);
 		if ((up_n || (want_down && !down_n)) && nw > 0)
 			for (int i = 0; i < nw; i++)
 				p[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
@@ -267,10 +267,10 @@ out:
 	free(up);
 	free(down);
 	/* the clients see EOF; xsk_free joins and frees */
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	close_fd(&r->sp0);
 	bool orphan = atomic_load(&r->orphan);
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	if (orphan) {
 		/* nobody joins an orphan's thread: it closes the connection */
 		pthread_detach(pthread_self());
@@ -283,18 +283,18 @@ out:
 /* A thread of this process for r (s->mu held); false if none could start. */
 static bool relay_start(struct xsk_relay *r)
 {
-	pthread_mutex_lock(&relay_mu);
+	xsk_mutex_lock(&relay_mu);
 	relay_starting++;
-	if (pthread_create(&r->thr, NULL, relay_main, r)) {
+	if (xsk_thread_start(&r->thr, relay_main, r)) {
 		relay_starting--;
-		pthread_mutex_unlock(&relay_mu);
+		xsk_mutex_unlock(&relay_mu);
 		if (xsk_debug())
 			fprintf(stderr, "libxsock: no relay thread: the other processes' "
 					"copies of the connection see EOF\n");
 		return false;
 	}
 	r->thr_pid = getpid();
-	pthread_mutex_unlock(&relay_mu);
+	xsk_mutex_unlock(&relay_mu);
 	return true;
 }
 
@@ -376,7 +376,7 @@ static bool xsk_relay_orphan(struct xsk *s)
 
 	if (!xsk_maker_only(s) || !s->relay || s->owner_pid != me)
 		return false;
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	if (s->state == XSK_CONNECTED && !s->foreign)
 		for (struct xsk_relay *r = s->relay; r && !keep; r = r->next)
 			if (r->sp0 >= 0 && (r->thr_pid == 0 || r->thr_pid == me) && !hup(r->sp0))
@@ -393,7 +393,7 @@ static bool xsk_relay_orphan(struct xsk *s)
 			}
 		}
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 	if (keep && xsk_debug())
 		fprintf(stderr, "libxsock: pid %d closed a connection another process uses: "
 				"relayed until that process closes it\n", (int)me);

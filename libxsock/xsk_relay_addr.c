@@ -76,9 +76,9 @@ void xsk_raddr_note(int fd, const struct sockaddr_storage *local,
 
 	if (!sock_id(fd, &dev, &ino))
 		return;
-	pthread_mutex_lock(&raddr_mu);
+	xsk_mutex_lock(&raddr_mu);
 	put_locked(dev, ino, local, peer);
-	pthread_mutex_unlock(&raddr_mu);
+	xsk_mutex_unlock(&raddr_mu);
 }
 
 bool xsk_raddr_find(int fd, struct sockaddr_storage *local, struct sockaddr_storage *peer)
@@ -89,7 +89,7 @@ bool xsk_raddr_find(int fd, struct sockaddr_storage *local, struct sockaddr_stor
 
 	if (!atomic_load_explicit(&raddr_n, memory_order_relaxed) || !sock_id(fd, &dev, &ino))
 		return false;
-	pthread_mutex_lock(&raddr_mu);
+	xsk_mutex_lock(&raddr_mu);
 	for (int i = 0; i < atomic_load(&raddr_n) && !found; i++) {
 		if (raddr_tab[i].dev != dev || raddr_tab[i].ino != ino)
 			continue;
@@ -99,7 +99,7 @@ bool xsk_raddr_find(int fd, struct sockaddr_storage *local, struct sockaddr_stor
 			*peer = raddr_tab[i].peer;
 		found = true;
 	}
-	pthread_mutex_unlock(&raddr_mu);
+	xsk_mutex_unlock(&raddr_mu);
 	return found;
 }
 
@@ -141,7 +141,7 @@ char *xsk_raddr_exec_env(void)
 	if (!env)
 		return NULL;
 	p = env + sprintf(env, "%s=", XSK_RADDR_ENV);
-	pthread_mutex_lock(&raddr_mu);
+	xsk_mutex_lock(&raddr_mu);
 	n = atomic_load(&raddr_n);
 	bool done[XSK_RADDR_MAX] = { false };
 	/* only the sockets the new program gets (no close-on-exec) */
@@ -165,7 +165,7 @@ char *xsk_raddr_exec_env(void)
 			kept++;
 		}
 	}
-	pthread_mutex_unlock(&raddr_mu);
+	xsk_mutex_unlock(&raddr_mu);
 	if (!kept) {
 		free(env);
 		return NULL;
@@ -182,7 +182,7 @@ __attribute__((constructor)) static void xsk_raddr_adopt(void)
 		return;
 	copy = strdup(v);
 	unsetenv(XSK_RADDR_ENV); /* the next execve says what it carries */
-	pthread_mutex_lock(&raddr_mu);
+	xsk_mutex_lock(&raddr_mu);
 	for (p = copy; p && *p;) {
 		unsigned long long ino, dev;
 		struct sockaddr_storage local, peer;
@@ -195,17 +195,17 @@ __attribute__((constructor)) static void xsk_raddr_adopt(void)
 			break;
 		put_locked((dev_t)dev, (ino_t)ino, &local, &peer);
 	}
-	pthread_mutex_unlock(&raddr_mu);
+	xsk_mutex_unlock(&raddr_mu);
 	free(copy);
 }
 
 /* fork: the child's table is whole (xsk_fork.c's handlers). */
 void xsk_raddr_fork_prepare(void)
 {
-	pthread_mutex_lock(&raddr_mu);
+	xsk_mutex_lock(&raddr_mu);
 }
 
 void xsk_raddr_fork_done(void)
 {
-	pthread_mutex_unlock(&raddr_mu);
+	xsk_mutex_unlock(&raddr_mu);
 }

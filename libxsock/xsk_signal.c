@@ -22,6 +22,19 @@
  * and waits with every signal blocked except in ppoll itself (the pselect
  * pattern), so a handler that runs at any moment of the call is seen.
  *
+ * Inside the stack (xsk_priv.h, xsk_sig_hold: a thread holding one of
+ * libxsock's locks) the trampoline runs no handler: it keeps the
+ * signal's siginfo (XSK_SIG_KEPT of them per thread, further ones by
+ * number only, a standard signal once as the kernel's pending set does)
+ * and returns; the thread's last unlock raises them again on itself
+ * (rt_tgsigqueueinfo with the siginfo, or tgkill where the kernel
+ * refuses a positive si_code from a thread other than the main one), so
+ * the handler runs there, with the mask and restart rules the kernel
+ * gives it.  A handler that forks or calls back into libxsock then never
+ * meets a lock of its own thread's: fork from a signal handler is as
+ * safe as fork from another thread (xsock(7) FORK).  A blocking call
+ * waits holding no lock, so its handlers run at once as before.
+ *
  * Async-signal safety: the trampoline reads a table entry published with
  * one atomic store and touches only initial-exec thread-local counters;
  * sigaction changes the table with every signal blocked and a spin lock
@@ -39,6 +52,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "libxsock/xsk_priv.h"
 
@@ -63,6 +78,17 @@ static sigset_t sigintr; /* siginterrupt(sig, 1) (signal() without SA_RESTART) *
 static __thread volatile unsigned tl_restart __attribute__((tls_model("initial-exec")));
 static __thread volatile unsigned tl_intr __attribute__((tls_model("initial-exec")));
 
+/* Held off inside the stack (xsk_priv.h): the depth, and the signals kept
+ * for the thread's last unlock.  Small: initial-exec TLS is scarce when
+ * libxsock is dlopen'ed (verbs/cm_rsocket.c). */
+#define XSK_SIG_KEPT 2
+__thread volatile unsigned xsk_sig_depth __attribute__((tls_model("initial-exec")));
+__thread volatile unsigned xsk_sig_npend __attribute__((tls_model("initial-exec")));
+static __thread siginfo_t tl_kept[XSK_SIG_KEPT] __attribute__((tls_model("initial-exec")));
+static __thread volatile unsigned tl_nkept __attribute__((tls_model("initial-exec")));
+static __thread volatile uint64_t tl_bare __attribute__((tls_model("initial-exec"))); /* bit sig-1 */
+static __thread unsigned tl_fork_depth __attribute__((tls_model("initial-exec")));
+
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 
@@ -80,6 +106,120 @@ __attribute__((constructor)) static void xsk_sig_ctor(void)
 	pthread_once(&sig_once, sig_init_once);
 }
 
+/* A handler that may wait for the thread's last unlock: not a fault the
+ * kernel raised (returning would fault again at once), not SA_RESETHAND
+ * (the kernel already reset it: raised again, the default would act). */
+static bool may_keep(int sig, const siginfo_t *info, int flags)
+{
+	if (flags & SA_RESETHAND)
+		return false;
+	switch (sig) {
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGILL:
+	case SIGFPE:
+	case SIGTRAP:
+	case SIGSYS:
+		return !info || info->si_code <= 0; /* sent, not a fault */
+	default:
+		return true;
+	}
+}
+
+/* In the trampoline, the thread inside the stack: keep sig for later. */
+static void keep(int sig, const siginfo_t *info)
+{
+	uint64_t bit = 1ull << (sig - 1);
+	unsigned n = tl_nkept;
+
+	if (sig < SIGRTMIN) {
+		/* a standard signal is pending once, as the kernel's */
+		if (tl_bare & bit)
+			return;
+		for (unsigned i = 0; i < n; i++)
+			if (tl_kept[i].si_signo == sig)
+				return;
+	}
+	if (info && n < XSK_SIG_KEPT) {
+		tl_kept[n] = *info;
+		tl_nkept = n + 1;
+	} else {
+		tl_bare |= bit;
+	}
+	xsk_sig_npend = xsk_sig_npend + 1;
+}
+
+static void raise_kept(const siginfo_t *info, int sig, pid_t pid, pid_t tid)
+{
+	if (info) {
+		siginfo_t si = *info;
+		if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, &si) == 0)
+			return;
+	}
+	syscall(SYS_tgkill, pid, tid, sig);
+}
+
+void xsk_sig_flush(void)
+{
+	int e = errno;
+	sigset_t all, old;
+	pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
+
+	/* raised with every signal blocked, taken from the kept ones first
+	 * (a handler then running here may keep more); delivered when the
+	 * mask comes back */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (xsk_sig_npend) {
+		xsk_sig_npend = 0;
+		unsigned n = tl_nkept;
+		uint64_t bare = tl_bare;
+		siginfo_t kept[XSK_SIG_KEPT];
+		for (unsigned i = 0; i < n; i++)
+			kept[i] = tl_kept[i];
+		tl_nkept = 0;
+		tl_bare = 0;
+		for (unsigned i = 0; i < n; i++)
+			raise_kept(&kept[i], kept[i].si_signo, pid, tid);
+		for (int sig = 1; bare && sig < NSIG && sig <= 64; sig++)
+			if (bare & (1ull << (sig - 1)))
+				raise_kept(NULL, sig, pid, tid);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+}
+
+void xsk_sig_fork_prepare(void)
+{
+	tl_fork_depth = xsk_sig_depth;
+	xsk_sig_hold();
+}
+
+void xsk_sig_fork_parent(void)
+{
+	xsk_sig_release();
+}
+
+void xsk_sig_fork_child(void)
+{
+	tl_nkept = 0;
+	tl_bare = 0;
+	xsk_sig_npend = 0;
+	xsk_sig_depth = tl_fork_depth;
+}
+
+int xsk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 static void trampoline(int sig, siginfo_t *info, void *ctx)
 {
 	if (sig <= 0 || sig >= NSIG)
@@ -89,6 +229,10 @@ static void trampoline(int sig, siginfo_t *info, void *ctx)
 	xsk_handler_fn h = e->handler;
 	int flags = e->flags;
 
+	if (xsk_sig_depth && h != SIG_DFL && h != SIG_IGN && may_keep(sig, info, flags)) {
+		keep(sig, info); /* run at the thread's last unlock */
+		return;
+	}
 	if (flags & SA_RESTART)
 		tl_restart++;
 	else
@@ -293,12 +437,15 @@ int xsk_sig_poll(struct pollfd *p, nfds_t n, int timeout_ms, struct xsk_sigsnap 
 	const struct timespec *tp = timeout_ms < 0 ? NULL : &ts;
 	sigset_t all, old;
 	int rc, e;
+	unsigned held = xsk_sig_open(); /* the held-back signals interrupt it */
 
 	if (!atomic_load_explicit(&any_handler, memory_order_relaxed)) {
 		/* no handler of the application's is known: the kernel's
 		 * EINTR is all there is to go on */
 		rc = xsk_real.ppoll(p, n, tp, NULL);
-		return rc < 0 ? -errno : 0;
+		rc = rc < 0 ? -errno : 0;
+		xsk_sig_close(held);
+		return rc;
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -310,5 +457,6 @@ int xsk_sig_poll(struct pollfd *p, nfds_t n, int timeout_ms, struct xsk_sigsnap 
 			rc = -EINTR; /* a handler libxsock did not install */
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	xsk_sig_close(held);
 	return rc;
 }

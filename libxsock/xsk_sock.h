@@ -26,12 +26,12 @@
 
 static inline void xsk_lock(struct xsk *s)
 {
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 }
 
 static inline void xsk_unlock(struct xsk *s)
 {
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 }
 
 /* (also no lock: a hint) */

@@ -23,9 +23,9 @@ static void *svc_main(void *arg)
 {
 	struct epoll_event ev[16];
 
-	pthread_mutex_lock(&svc_mu);
+	xsk_mutex_lock(&svc_mu);
 	svc_running = true;
-	pthread_mutex_unlock(&svc_mu);
+	xsk_mutex_unlock(&svc_mu);
 	for (;;) {
 		int n = xsk_real.epoll_wait(svc_ep, ev, 16, -1);
 		if (n < 0) {
@@ -33,18 +33,18 @@ static void *svc_main(void *arg)
 				continue;
 			break;
 		}
-		pthread_mutex_lock(&svc_mu);
+		xsk_mutex_lock(&svc_mu);
 		for (int i = 0; i < n; i++) {
 			struct xsk *s;
 			for (s = svc_list; s && s != ev[i].data.ptr; s = s->svc_next)
 				;
 			if (!s)
 				continue; /* removed meanwhile */
-			pthread_mutex_lock(&s->mu);
+			xsk_mutex_lock(&s->mu);
 			xsk_progress(s);
-			pthread_mutex_unlock(&s->mu);
+			xsk_mutex_unlock(&s->mu);
 		}
-		pthread_mutex_unlock(&svc_mu);
+		xsk_mutex_unlock(&svc_mu);
 	}
 	return arg;
 }
@@ -53,11 +53,11 @@ int xsk_svc_add(struct xsk *s)
 {
 	int rc = 0;
 
-	pthread_mutex_lock(&svc_mu);
+	xsk_mutex_lock(&svc_mu);
 	if (svc_ep < 0) {
 		pthread_t t;
 		svc_ep = xsk_fd_keep(epoll_create1(EPOLL_CLOEXEC));
-		if (svc_ep < 0 || pthread_create(&t, NULL, svc_main, NULL)) {
+		if (svc_ep < 0 || xsk_thread_start(&t, svc_main, NULL)) {
 			rc = -EAGAIN;
 			if (svc_ep >= 0)
 				xsk_fd_close(svc_ep);
@@ -66,16 +66,16 @@ int xsk_svc_add(struct xsk *s)
 		}
 		pthread_detach(t);
 	}
-	pthread_mutex_lock(&s->mu);
+	xsk_mutex_lock(&s->mu);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
 	if (s->ch && !s->in_svc && xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_ADD, s->ch->fd, &ev) == 0) {
 		s->in_svc = true;
 		s->svc_next = svc_list;
 		svc_list = s;
 	}
-	pthread_mutex_unlock(&s->mu);
+	xsk_mutex_unlock(&s->mu);
 out:
-	pthread_mutex_unlock(&svc_mu);
+	xsk_mutex_unlock(&svc_mu);
 	return rc;
 }
 
@@ -87,7 +87,7 @@ void xsk_svc_del(struct xsk *s)
 	 * under wrk's 64 connections over RoCE hung here) */
 	if (!s->in_svc)
 		return;
-	pthread_mutex_lock(&svc_mu);
+	xsk_mutex_lock(&svc_mu);
 	if (s->in_svc) {
 		struct xsk **pp = &svc_list;
 		while (*pp && *pp != s)
@@ -97,24 +97,24 @@ void xsk_svc_del(struct xsk *s)
 		xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_DEL, s->ch->fd, NULL);
 		s->in_svc = false;
 	}
-	pthread_mutex_unlock(&svc_mu);
+	xsk_mutex_unlock(&svc_mu);
 }
 
 void xsk_svc_fork_prepare(void)
 {
 	/* a thread still starting may be inside the allocator (a sanitizer's
 	 * is not fork-safe): wait until it runs its loop */
-	pthread_mutex_lock(&svc_mu);
+	xsk_mutex_lock(&svc_mu);
 	while (svc_ep >= 0 && !svc_running) {
-		pthread_mutex_unlock(&svc_mu);
+		xsk_mutex_unlock(&svc_mu);
 		sched_yield();
-		pthread_mutex_lock(&svc_mu);
+		xsk_mutex_lock(&svc_mu);
 	}
 }
 
 void xsk_svc_fork_parent(void)
 {
-	pthread_mutex_unlock(&svc_mu);
+	xsk_mutex_unlock(&svc_mu);
 }
 
 /* The child has no service thread and must not wait on the parent's epoll

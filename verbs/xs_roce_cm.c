@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,7 @@ static void reset_after_fork(void)
 static int start(void)
 {
 	pthread_attr_t at;
+	sigset_t all, old;
 	int rc, i;
 
 	if (xrcm.pid == getpid())
@@ -158,7 +160,12 @@ static int start(void)
 	xrcm.seq = (uint16_t)getpid();
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	/* the application's handlers never run on it (one that forks would
+	 * find this thread's locks held: xsock(7) FORK) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&xrcm.thread, &at, loop_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 	if (rc) {
 		reset_after_fork();
