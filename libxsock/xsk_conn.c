@@ -101,6 +101,12 @@ XSK_EXPORT int listen(int fd, int backlog)
 			v6only = -1;
 	}
 	xsk_set_v6only(s, v6only);
+	/* the stack listens on this very socket (bound, with the
+	 * application's options): its port is never free in between */
+	const struct xsk_stack *st = xsk_stack();
+	int lfd = st && st->listen_socket ? xsk_real.fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (lfd >= 0)
+		st->listen_socket(lfd); /* (a duplicate libxsock's table does not name) */
 	rc = take_over(fd, s);
 	if (!rc)
 		rc = xsk_listen_start(s, (const struct sockaddr *)xsk_local(s), backlog);

@@ -136,6 +136,8 @@ struct xsk_stack {
 	__typeof__(xsock_priv_tcp) *tcp;
 	/* the mixed listener (verbs/xs_priv_abi.h; NULL if absent) */
 	__typeof__(xsock_priv_listen_mixed) *listen_mixed;
+	/* the application's bound socket becomes the listener's (NULL if absent) */
+	__typeof__(xsock_priv_listen_socket) *listen_socket;
 	/* libiwarp's receive fast path (NULL if absent): the TCP socket a
 	 * thread about to block may poll to receive on its own thread (on 1,
 	 * -1 for none), and the end of that wait (on 0) */

@@ -158,6 +158,7 @@ static void stack_init_once(void)
 #define PRIV(name) (*(void **)&stack.name = dlsym(h, "xsock_priv_" #name))
 	PRIV(claim);
 	PRIV(fd_keep);
+	PRIV(listen_socket);
 	PRIV(fd_drop);
 	PRIV(fd_next_kept);
 	PRIV(exit_wait);

@@ -97,6 +97,14 @@ void xsock_priv_set_exit_close(void (*fn)(void));
  * close_range in libxsock pass over them.  keep returns fd (or -errno);
  * next_kept the lowest kept descriptor >= fd, or -1. */
 int xsock_priv_fd_keep(int fd);
+/* libxsock's listen (xs_spare.c): fd, a duplicate of the application's
+ * bound TCP socket made with libc's fcntl (not one libxsock's table
+ * names), is the stack's from now on, kept for the rdma_listen on its
+ * address that follows,
+ * which listens on it: the port is never free between the application's
+ * bind and the stack's listen (a process binding the ports in turn, as
+ * Open MPI's TCP BTL does, took it in that moment).  0 or -errno. */
+int xsock_priv_listen_socket(int fd);
 void xsock_priv_fd_drop(int fd);
 int xsock_priv_fd_next_kept(int fd);
 

@@ -48,7 +48,9 @@ static void spare_close(struct xs_spare *sp)
 	spare_count--;
 }
 
-bool xs_spare_keep(int fd)
+/* closed: a closed listener's socket (duplicated here); else libxsock's
+ * socket, its duplicate given to us. */
+static bool spare_put(int fd, bool closed)
 {
 	struct xs_spare s = { .len = sizeof(s.addr) };
 	bool kept = false;
@@ -59,7 +61,7 @@ bool xs_spare_keep(int fd)
 	for (int i = 0; i < XS_SPARE_MAX && !kept; i++) {
 		if (spares[i].fd >= 0)
 			continue;
-		s.fd = xs_fd_keep(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+		s.fd = xs_fd_keep(closed ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : fd);
 		if (s.fd < 0)
 			break;
 		s.end_ms = xs_now_ms() + XS_SPARE_MS;
@@ -68,10 +70,23 @@ bool xs_spare_keep(int fd)
 		kept = true;
 	}
 	pthread_mutex_unlock(&spare_mu);
-	if (kept)
+	if (kept && closed)
 		xs_log("listener closed: its socket is kept %u ms for a listen on the same address",
 		       XS_SPARE_MS);
 	return kept;
+}
+
+bool xs_spare_keep(int fd)
+{
+	return spare_put(fd, true);
+}
+
+XS_EXPORT int xsock_priv_listen_socket(int fd)
+{
+	if (spare_put(fd, false))
+		return 0;
+	close(fd);
+	return -ENOSPC;
 }
 
 int xs_spare_take(const struct sockaddr *addr, socklen_t len)
