@@ -476,6 +476,12 @@ XS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int ma
 	if (!attr || !init_attr)
 		return EINVAL;
 	pthread_mutex_lock(&q->lock);
+	/* an iWARP QP has no RESET of its own: siw's IDLE is INIT, and
+	 * libibverbs sets qp->state from what it reports (rdma-core's
+	 * test_query_rc_qp expects INIT of an RNIC's new QP, test_create_qp
+	 * RESET in qp->state before any query) */
+	if (q->qp.state == IBV_QPS_RESET && (mask & IBV_QP_STATE) && !xs_ctx_is_roce(ibqp->context))
+		qp_set_state(q, IBV_QPS_INIT);
 	*attr = q->attr;
 	attr->qp_state = attr->cur_qp_state = q->qp.state;
 	pthread_mutex_unlock(&q->lock);
