@@ -321,6 +321,7 @@ static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame
 		goto refuse;
 	c->id.verbs = l->id.verbs;
 	c->id.port_num = 1;
+	c->id.pd = cm_default_pd(c->id.verbs);
 	c->tp = l->tp;
 	c->conn = conn;
 	c->conn_owned = true;

@@ -46,6 +46,7 @@ struct cm_id *cm_alloc(struct cm_chan *chan, bool sync, void *context, enum rdma
 		sync = true;
 	}
 	c->afonly = -1;
+	c->ack_timeout = -1;
 	c->port_fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	c->refs = 1;
@@ -195,6 +196,8 @@ int cm_set_verbs(struct cm_id *c)
 		return -ENODEV;
 	c->roce = xs_ctx_is_roce(c->id.verbs);
 	c->id.port_num = 1;
+	if (!c->id.pd)
+		c->id.pd = cm_default_pd(c->id.verbs); /* NULL: rdma_create_qp tries again */
 	return 0;
 }
 
@@ -384,6 +387,27 @@ XS_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	return 0;
 }
 
+/* RDMA_OPTION_ID_ACK_TIMEOUT (a u8, RC ids only, as the kernel's CM): kept
+ * for the id's QP, now if it has one (rdma_create_qp applies it later
+ * otherwise; rdma_init_qp_attr reports it for an external QP's RTS). */
+static int cm_set_ack_timeout(struct cm_id *c, const void *optval, size_t optlen)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp *qp;
+
+	if (!optval || optlen != sizeof(uint8_t) || c->id.qp_type != IBV_QPT_RC)
+		return cm_err(EINVAL);
+	memset(&a, 0, sizeof(a));
+	a.timeout = *(const uint8_t *)optval;
+	pthread_mutex_lock(&c->lock);
+	c->ack_timeout = a.timeout;
+	qp = c->id.qp;
+	pthread_mutex_unlock(&c->lock);
+	if (qp && ibv_modify_qp(qp, &a, IBV_QP_TIMEOUT))
+		return cm_err(EINVAL);
+	return 0;
+}
+
 XS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 			      size_t optlen)
 {
@@ -399,10 +423,11 @@ XS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, voi
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT)
+		return cm_set_ack_timeout(cm_of(id), optval, optlen);
 	/* accepted and ignored: TCP picks its own TOS/reuse */
 	if (level == RDMA_OPTION_ID &&
-	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-	     optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR))
 		return 0;
 	return cm_err(ENOSYS);
 }

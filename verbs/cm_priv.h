@@ -108,6 +108,9 @@ struct cm_id {
 	 * clients come as XSOCK_CM_EVENT_PLAIN events */
 	bool mixed;
 	int afonly; /* RDMA_OPTION_ID_AFONLY: -1 unset */
+	/* RDMA_OPTION_ID_ACK_TIMEOUT: -1 unset; the QP's timeout attribute
+	 * (the RoCE requester's, query_qp's on iWARP) */
+	int ack_timeout;
 	/* rdma_bind_addr to port 0 takes a port at once, as the kernel's CM
 	 * does (qperf sends it to its client before rdma_listen): a bound
 	 * TCP socket holds it until listen or connect binds it again (-1) */
@@ -182,6 +185,10 @@ void cm_put(struct cm_id *c);
 /* The id's device (the default context) and port.  c->lock held; 0 or
  * -ENODEV. */
 int cm_set_verbs(struct cm_id *c);
+/* The device's PD for ids (rdma_cm_id.pd until a QP names its own),
+ * allocated at the first call; NULL with errno.  Any thread; takes the
+ * leaf cm_pd_lock. */
+struct ibv_pd *cm_default_pd(struct ibv_context *ctx);
 /* Close the socket that holds a bound port 0's number: listen or connect
  * binds it itself now.  c->lock held. */
 void cm_port_release(struct cm_id *c);

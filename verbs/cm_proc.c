@@ -24,6 +24,7 @@ struct rdma_cm_id *xs_cm_adopt(struct rdma_event_channel *ch, void *context, str
 	}
 	c->id.verbs = xs_default_context();
 	c->id.port_num = 1;
+	c->id.pd = cm_default_pd(c->id.verbs);
 	c->conn = conn;
 	c->conn_owned = true;
 	c->state = CM_REQ; /* until the QP attaches (xs_cm_adopt_start) */

@@ -18,19 +18,35 @@
 
 /* ---- QPs ------------------------------------------------------------------ */
 
-/* One PD per process for ids whose QP is created without one (librdmacm
- * keeps one per device too); never freed. */
-static pthread_mutex_t cm_pd_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ibv_pd *cm_pd;
-
-static struct ibv_pd *cm_default_pd(struct ibv_context *ctx)
-{
+/* One PD per device for ids whose QP is created without one, set on the
+ * id as soon as it has a device (librdmacm's id->pd: pyverbs' CMID.pd is
+ * it, and an external QP is made on it); never freed.  A process has at
+ * most one context per device (xs_default_context). */
+#define CM_MAX_PDS 4
+static struct {
+	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+} cm_pds[CM_MAX_PDS];
+static pthread_mutex_t cm_pd_lock = PTHREAD_MUTEX_INITIALIZER;
 
+struct ibv_pd *cm_default_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = NULL;
+	unsigned i;
+
+	if (!ctx)
+		return NULL;
 	pthread_mutex_lock(&cm_pd_lock);
-	if (!cm_pd)
-		cm_pd = ibv_alloc_pd(ctx);
-	pd = cm_pd;
+	for (i = 0; i < CM_MAX_PDS && cm_pds[i].ctx; i++)
+		if (cm_pds[i].ctx == ctx)
+			break;
+	if (i < CM_MAX_PDS) {
+		if (!cm_pds[i].ctx && (cm_pds[i].pd = ibv_alloc_pd(ctx)) != NULL)
+			cm_pds[i].ctx = ctx;
+		pd = cm_pds[i].pd;
+	} else {
+		errno = ENOMEM;
+	}
 	pthread_mutex_unlock(&cm_pd_lock);
 	return pd;
 }
@@ -97,7 +113,7 @@ XS_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 	struct cm_id *c = cm_of(id);
 	struct ibv_qp_init_attr_ex a;
 	struct ibv_qp *qp;
-	int rc;
+	int rc, to;
 
 	if (!id || !attr || !id->verbs)
 		return cm_err(EINVAL);
@@ -107,7 +123,7 @@ XS_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 		return cm_err(EOPNOTSUPP);
 	a = *attr;
 	if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd) {
-		a.pd = cm_default_pd(id->verbs);
+		a.pd = id->pd ? id->pd : cm_default_pd(id->verbs);
 		if (!a.pd)
 			return -1;
 		a.comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -151,6 +167,14 @@ XS_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 	/* report what we used, as librdmacm does */
 	attr->cap = a.cap;
 	cm_set_qp(c, qp, a.pd);
+	pthread_mutex_lock(&c->lock);
+	to = c->ack_timeout;
+	pthread_mutex_unlock(&c->lock);
+	if (to >= 0) { /* rdma_set_option before the QP */
+		struct ibv_qp_attr ta = { .timeout = (uint8_t)to };
+
+		ibv_modify_qp(qp, &ta, IBV_QP_TIMEOUT);
+	}
 	return 0;
 }
 
@@ -213,6 +237,7 @@ XS_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 XS_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				int *qp_attr_mask)
 {
+	struct cm_id *c = cm_of(id);
 	enum ibv_qp_state want;
 
 	if (!id || !qp_attr || !qp_attr_mask)
@@ -226,12 +251,20 @@ XS_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 	switch (want) {
 	case IBV_QPS_INIT:
 	case IBV_QPS_RTR:
+		/* and Atomics, which our iWARP carries (RFC 7306) and the QP
+		 * refuses without this right once its flags are set */
 		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ;
+					   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS;
 		return 0;
 	case IBV_QPS_RTS:
 		*qp_attr_mask = IBV_QP_STATE;
+		pthread_mutex_lock(&c->lock);
+		if (c->ack_timeout >= 0) { /* as the kernel's CM, once set */
+			qp_attr->timeout = (uint8_t)c->ack_timeout;
+			*qp_attr_mask |= IBV_QP_TIMEOUT;
+		}
+		pthread_mutex_unlock(&c->lock);
 		return 0;
 	default:
 		return cm_err(EINVAL);

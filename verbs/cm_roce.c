@@ -52,7 +52,14 @@ struct cm_roce_path {
 	uint32_t flow_label;
 	uint8_t retry_count, rnr_retry; /* our QP's: from the peer's message */
 	uint8_t ird, ord;
+	uint8_t timeout; /* our QP's local ACK timeout */
 };
+
+/* The id's RDMA_OPTION_ID_ACK_TIMEOUT, else ours (c->lock held). */
+static uint8_t ack_timeout(const struct cm_id *c)
+{
+	return c->ack_timeout >= 0 ? (uint8_t)c->ack_timeout : CM_ROCE_ACK_TIMEOUT;
+}
 
 static uint8_t u8cap(unsigned v)
 {
@@ -167,7 +174,7 @@ static int qp_up(struct ibv_qp *qp, const struct cm_roce_path *p)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = p->remote_psn;
-	a.timeout = CM_ROCE_ACK_TIMEOUT;
+	a.timeout = p->timeout;
 	a.retry_cnt = p->retry_count;
 	a.rnr_retry = p->rnr_retry;
 	a.max_rd_atomic = p->ord;
@@ -222,6 +229,7 @@ static void on_rep(struct cm_id *c, const struct xs_rcm_event *ev)
 	/* as cm.c: the peer's responder resources bound our ORD */
 	if (rep->responder_resources < c->rpath->ord)
 		c->rpath->ord = rep->responder_resources;
+	c->rpath->timeout = ack_timeout(c);
 	pthread_mutex_unlock(&c->lock);
 	rc = qp_up(qp, c->rpath);
 	pthread_mutex_lock(&c->lock);
@@ -334,6 +342,7 @@ static void on_listen_event(void *ctx, const struct xs_rcm_event *ev)
 		goto refuse;
 	c->id.verbs = l->id.verbs;
 	c->id.port_num = 1;
+	c->id.pd = cm_default_pd(c->id.verbs);
 	c->tp = l->tp;
 	c->roce = true;
 	c->rcm = ev->rcm;
@@ -582,6 +591,7 @@ int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param)
 	if (mtu < p->mtu)
 		p->mtu = mtu;
 	p->local_psn = rand24();
+	p->timeout = ack_timeout(c);
 	c->state = CM_ACCEPTING;
 	pthread_mutex_unlock(&c->lock);
 

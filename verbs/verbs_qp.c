@@ -100,6 +100,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q->cap = a->cap;
 	q->sq_max = a->cap.max_send_wr + XS_MAX_ORD;
 	q->sq_sig_all = a->sq_sig_all != 0;
+	q->rx_access = -1;
 	q->ird_pref = XS_MAX_IRD;
 	q->ord_pref = XS_MAX_ORD;
 	q->qp.context = pd->context;
@@ -410,8 +411,10 @@ XS_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 	}
 	/* path, PSN, timeout and retry attributes mean nothing over TCP:
 	 * kept for query_qp only */
-	if (mask & IBV_QP_ACCESS_FLAGS)
+	if (mask & IBV_QP_ACCESS_FLAGS) {
 		q->attr.qp_access_flags = attr->qp_access_flags;
+		__atomic_store_n(&q->rx_access, (int)attr->qp_access_flags, __ATOMIC_RELAXED);
+	}
 	if (mask & IBV_QP_PKEY_INDEX)
 		q->attr.pkey_index = attr->pkey_index;
 	if (mask & IBV_QP_PATH_MTU)
@@ -476,6 +479,12 @@ XS_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int ma
 	if (!attr || !init_attr)
 		return EINVAL;
 	pthread_mutex_lock(&q->lock);
+	/* an iWARP QP has no RESET of its own: siw's IDLE is INIT, and
+	 * libibverbs sets qp->state from what it reports (rdma-core's
+	 * test_query_rc_qp expects INIT of an RNIC's new QP, test_create_qp
+	 * RESET in qp->state before any query) */
+	if (q->qp.state == IBV_QPS_RESET && (mask & IBV_QP_STATE) && !xs_ctx_is_roce(ibqp->context))
+		qp_set_state(q, IBV_QPS_INIT);
 	*attr = q->attr;
 	attr->qp_state = attr->cur_qp_state = q->qp.state;
 	pthread_mutex_unlock(&q->lock);

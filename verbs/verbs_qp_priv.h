@@ -87,6 +87,10 @@ struct xs_qp {
 	pthread_mutex_t lock;
 	struct ibv_qp_attr attr; /* reported by query_qp */
 	uint16_t ird_pref, ord_pref; /* max_dest_rd_atomic / max_rd_atomic */
+	/* IBV_QP_ACCESS_FLAGS as last set, for the responder (atomic
+	 * loads; engine thread): -1 until a modify sets them, when every
+	 * right is the MRs' alone (a CM-made QP, as before the flags) */
+	int rx_access;
 	/* the connection's transport: set by bind before conn (the release
 	 * store of conn publishes it), never changed after */
 	const struct xs_transport_ops *tp;

@@ -214,7 +214,8 @@ static uint64_t atomic_carry_out(const struct rdmap_atomic_req *ar, uint8_t *p)
 	return old;
 }
 
-/* Responder of an RFC 7306 Atomic Request (QN 1, engine thread): check
+/* Responder of an RFC 7306 Atomic Request (QN 1, engine thread): the
+ * QP's IBV_ACCESS_REMOTE_ATOMIC once its flags are set; check
  * the target as a Read source is checked (RDMAP Remote Protection codes,
  * REMOTE_ATOMIC instead of REMOTE_READ; an unaligned TO is RDMAP/2/0xff),
  * carry it out, queue the Atomic Response behind earlier Read Responses. */
@@ -226,9 +227,17 @@ static void deliver_atomic_req(struct xs_qp *q, const struct ddp_delivery *d)
 	uint8_t *dst = NULL;
 	int rc;
 
+	int acc = __atomic_load_n(&q->rx_access, __ATOMIC_RELAXED);
+
 	rc = rdmap_atomic_req_decode(d->addr, d->msg_len, &ar, &err);
 	if (rc == 0)
 		rc = rdmap_atomic_req_check(&ar, &err);
+	if (rc == 0 && acc >= 0 && !(acc & IBV_ACCESS_REMOTE_ATOMIC)) {
+		/* the QP's own rights (verbs: a remote access error; RoCE NAKs
+		 * it so, the requester completes IBV_WC_REM_ACCESS_ERR) */
+		xs_err_set(&err, XS_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_ACCESS);
+		rc = -1;
+	}
 	if (rc == 0)
 		rc = xs_mr_resolve(q->qp.pd, ar.stag, ar.to, RDMAP_ATOMIC_SIZE,
 				   XS_ACCESS_REMOTE_ATOMIC, &dst, &err);
