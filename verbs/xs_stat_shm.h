@@ -124,7 +124,9 @@ struct xs_stat_plain_dest {
 struct xs_stat_plain {
 	uint64_t went[XS_STAT_PLAIN_WHYS]; /* by enum xs_stat_plain_why */
 	uint32_t seq; /* odd while last[] changes */
-	uint32_t nlast; /* destinations ever recorded: the newest in last[(nlast - 1) % XS_STAT_PLAIN_LAST] */
+	/* destinations ever recorded: the newest is in
+	 * last[(nlast - 1) % XS_STAT_PLAIN_LAST] */
+	uint32_t nlast;
 	uint8_t pad[56];
 	struct xs_stat_plain_dest last[XS_STAT_PLAIN_LAST];
 };
