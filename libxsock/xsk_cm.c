@@ -31,6 +31,7 @@ static void fail_connect(struct xsk *s, int err)
 {
 	s->state = XSK_CLOSED;
 	s->err = err;
+	s->plain_why = XSOCK_PLAIN_OTHER; /* the peer's answers say more below */
 }
 
 /* The peer's connection data: the connection is up. */
@@ -124,6 +125,13 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 			s->mpa_rejected = ev->event == RDMA_CM_EVENT_REJECTED &&
 					  ev->status == -ECONNRESET;
 			fail_connect(s, ECONNREFUSED);
+			/* (verbs/cm_conn.c) -EPROTO: octets that no MPA Reply
+			 * begins with; REJECTED but an MPA reject: TCP closed
+			 * or reset before any (after the engine dialled again) */
+			if (ev->event == RDMA_CM_EVENT_REJECTED)
+				s->plain_why = XSOCK_PLAIN_CLOSED;
+			else if (ev->status == -EPROTO)
+				s->plain_why = XSOCK_PLAIN_OCTETS;
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -134,6 +142,7 @@ static void cm_event(struct xsk *s, const struct xsk_stack *st, struct rdma_cm_e
 			xsk_conn_reset(s);
 		} else if (s->state == XSK_CONNECTING) {
 			fail_connect(s, ECONNRESET);
+			s->plain_why = XSOCK_PLAIN_CLOSED;
 		}
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:

@@ -146,13 +146,25 @@ static bool peer_not_iwarp(struct xsk *s)
 	return xsk_state(s) == XSK_CLOSED && !xsk_mpa_rejected(s);
 }
 
+/* XSOCK_DEBUG's words for each enum xsock_plain_why. */
+static const char *const plain_why_str[] = {
+	[XSOCK_PLAIN_OCTETS] = "the peer answered octets that are no MPA Reply",
+	[XSOCK_PLAIN_CLOSED] = "the peer closed the connection without an MPA Reply",
+	[XSOCK_PLAIN_SILENT] = "no MPA Reply in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO)",
+	[XSOCK_PLAIN_REMEMBERED] = "a plain TCP server lately",
+	[XSOCK_PLAIN_OTHER] = "the stack cannot connect",
+};
+
 /* Give the socket back to libc and connect it there (s's lock held, and
- * released; the caller's reference dropped). */
+ * released; the caller's reference dropped).  A connect that goes on
+ * counts in the stack's statistics (xsock-stat(1)), the socket being one
+ * the stack no longer sees. */
 static int go_plain(int fd, struct xsk *s, const struct sockaddr *addr, socklen_t len,
-		    const char *why)
+		    enum xsock_plain_why why)
 {
 	if (xsk_debug())
-		fprintf(stderr, "libxsock: fd %d: %s: a plain TCP connection instead\n", fd, why);
+		fprintf(stderr, "libxsock: fd %d: %s: a plain TCP connection instead\n", fd,
+			plain_why_str[why]);
 	xsk_unlock(s);
 	/* the epoll sets that watch fd watch the kernel socket it is again,
 	 * without libxsock's records of them */
@@ -161,15 +173,23 @@ static int go_plain(int fd, struct xsk *s, const struct sockaddr *addr, socklen_
 	xsk_tab_detach(fd); /* the attempt's resources go with s */
 	xsk_ep_give_fd(fd, mv, nmv);
 	xsk_fd_put(s);
-	return REAL(connect)(fd, addr, len);
+	int rc = REAL(connect)(fd, addr, len);
+	if (rc == 0 || errno == EINPROGRESS) {
+		int err = errno;
+		const struct xsk_stack *st = xsk_stack();
+		if (st && st->plain)
+			st->plain(why, addr, len);
+		errno = err;
+	}
+	return rc;
 }
 
 /* Wait for the attempt to a destination not known yet, whatever the
  * socket's blocking mode, for XSOCK_PLAIN_PROBE_MS or the socket's
  * SO_SNDTIMEO if that is shorter (the plain connect then has its own); a
- * handler that runs meanwhile does not end it.  NULL: connected; else why
- * not. */
-static const char *probe_wait(struct xsk *s)
+ * handler that runs meanwhile does not end it.  True: connected; else
+ * *why not. */
+static bool probe_wait(struct xsk *s, enum xsock_plain_why *why)
 {
 	int64_t deadline = xsk_now_ms() + (int64_t)xsk_setting_num(XS_SET_PLAIN_PROBE_MS);
 	int64_t timeo = xsk_timeo_deadline(xsk_timeo(s, false));
@@ -184,13 +204,16 @@ static const char *probe_wait(struct xsk *s)
 		xsk_unlock(s);
 		int w = xsk_wait_step(s, deadline, true, false, &snap);
 		xsk_lock(s);
-		if (w == -EAGAIN)
-			return "no MPA Reply in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO)";
+		if (w == -EAGAIN) {
+			*why = XSOCK_PLAIN_SILENT;
+			return false;
+		}
 		xsk_progress(s);
 	}
 	if (xsk_state(s) == XSK_CONNECTED)
-		return NULL;
-	return "the peer did not answer as an iWARP peer";
+		return true;
+	*why = xsk_plain_why(s);
+	return false;
 }
 
 XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -234,13 +257,13 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int64_t ttl_ms = (int64_t)xsk_setting_num(XS_SET_PLAIN_TTL_S) * 1000;
 	enum xsk_peer_kind kind = fallback ? xsk_peer_lookup(addr) : XSK_PEER_IWARP;
 	if (kind == XSK_PEER_PLAIN)
-		return go_plain(fd, s, addr, len, "a plain TCP server lately");
+		return go_plain(fd, s, addr, len, XSOCK_PLAIN_REMEMBERED);
 	if (kind == XSK_PEER_UNKNOWN) {
 		rc = xsk_make_fds(s);
 		if (!rc)
 			rc = xsk_connect_start(s, addr, len);
-		const char *why = rc ? "the stack cannot connect" : probe_wait(s);
-		if (!why) {
+		enum xsock_plain_why why = XSOCK_PLAIN_OTHER;
+		if (!rc && probe_wait(s, &why)) {
 			xsk_peer_learn(addr, XSK_PEER_IWARP, ttl_ms);
 			rc = place_epfd(fd, s);
 			goto out;

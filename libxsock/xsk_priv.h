@@ -153,6 +153,8 @@ struct xsk_stack {
 	/* Sends and Writes from the caller's unregistered memory, on the
 	 * socket when it returns (xsock_priv_post_send_caller; NULL if absent) */
 	__typeof__(xsock_priv_post_send_caller) *post_send_caller;
+	/* a connect that went plain TCP, for xsock-stat (NULL if absent) */
+	__typeof__(xsock_priv_plain) *plain;
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 	/* The verbs and CM objects are the kernel's (no xsock_priv_fork_init:
 	 * rdma-core): after a fork, parent and child hold the same QP, CQ, MR
@@ -317,6 +319,9 @@ struct xsk {
 	/* connect: REJECTED with ECONNRESET, an MPA reject as siw reports
 	 * it (xsk_conn.c does not fall back to plain TCP then) */
 	bool mpa_rejected;
+	/* ... and otherwise, why it failed if it goes plain TCP instead
+	 * (enum xsock_plain_why, set with the failure by xsk_cm.c) */
+	uint8_t plain_why;
 
 	/* listeners: the service thread answers connection requests */
 	struct xsk *svc_next;

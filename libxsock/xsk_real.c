@@ -178,6 +178,7 @@ static void stack_init_once(void)
 	PRIV(adopt);
 	PRIV(adopt_start);
 	PRIV(reg_mr_stag);
+	PRIV(plain);
 	/* our exit close runs before the stack's exit handling, whichever
 	 * the loader runs first (xsock_priv_set_exit_close) */
 	__typeof__(xsock_priv_set_exit_close) *set_exit_close;

@@ -65,6 +65,13 @@ static inline bool xsk_mpa_rejected(const struct xsk *s)
 	return s->mpa_rejected;
 }
 
+/* ... else how it failed, as a reason to go plain (enum
+ * xsock_plain_why): s->mu held. */
+static inline enum xsock_plain_why xsk_plain_why(const struct xsk *s)
+{
+	return (enum xsock_plain_why)s->plain_why;
+}
+
 static inline int xsk_family(const struct xsk *s)
 {
 	return s->family;

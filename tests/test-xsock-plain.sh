@@ -17,7 +17,11 @@
 #   - XSOCK_DEBUG says why for the first try, and that every other
 #     connection was plain at once (the destination was remembered).
 # Then: a client of an xsock server is an IWARP socket (no fallback), and a
-# client of a port nobody listens on gets ECONNREFUSED.
+# client of a port nobody listens on gets ECONNREFUSED.  Last, xsock-stat
+# of a live client that connected to a greeting server twice (non-MPA
+# octets, then remembered), one that hangs up (closed) and a silent one
+# (the probe's time is past): its table, its --json and the listing show
+# the four plain connects by reason and the last destinations.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "FAIL: no python3 (scripts/install-deps.sh)"; exit 1; }
@@ -95,5 +99,60 @@ if [ "$out" = refused ]; then
     echo "ok   nobody listens: ECONNREFUSED"
 else
     echo "FAIL nobody listens: $out"; fail=1
+fi
+# xsock-stat sees the fallbacks of a live process (XSOCK_PLAIN_PROBE_MS
+# above the engine's 1.5 s of dialling again when a server hangs up)
+stat=${XS_TOP_BUILDDIR:-.}/tools/xsock-stat
+pids=
+for kind in greet close silent; do
+    port=$(xs_free_port)
+    env -u LD_PRELOAD python3 "$peer" server $kind "$port" "$tmp/$kind.stat.log" 2>>"$tmp/srv.err" &
+    pids="$pids $!"
+    xs_wait_listen "$port" || { echo "FAIL: $kind server did not listen"; cat "$tmp/srv.err"; xs_reap $pids; exit 1; }
+    eval "p_$kind=$port"
+done
+XSOCK_PLAIN_PROBE_MS=2500 XSOCK_DEBUG=1 XSOCK_RULES= XSOCK_CONFIG= timeout 90 "$XS_RUN" --iwarp \
+    python3 "$peer" stay "$p_greet,$p_greet,$p_close,$p_silent" "$tmp/ready" >"$tmp/stay.out" 2>"$tmp/stay.err" &
+cli=$!
+i=0
+while [ ! -f "$tmp/ready" ] && [ $i -lt 300 ] && kill -0 $cli 2>/dev/null; do sleep 0.05; i=$((i + 1)); done
+read -r cpid state <"$tmp/ready" 2>/dev/null || { cpid=; state=; }
+if [ "$state" = ready ]; then
+    "$stat" -p "$cpid" >"$tmp/stat.txt" 2>&1
+    "$stat" -p "$cpid" --json >"$tmp/stat.json" 2>&1
+    "$stat" >"$tmp/list.txt" 2>&1
+    "$stat" --json >"$tmp/list.json" 2>&1
+fi
+rm -f "$tmp/ready"
+wait $cli
+crc=$?
+xs_reap $pids
+want="4 connects went plain (octets 1, closed 1, silent 1, remembered 1, other 0)"
+if [ "$state" = ready ] && [ $crc = 0 ] && grep -qF "plain TCP: $want" "$tmp/stat.txt" &&
+    [ "$(grep -c '^plain  -> ' "$tmp/stat.txt")" = 4 ] &&
+    grep '^plain  -> ' "$tmp/stat.txt" | head -n 1 | grep -q "127.0.0.1:$p_silent  *silent" &&
+    grep -q "127.0.0.1:$p_close  *closed" "$tmp/stat.txt" &&
+    grep -q "127.0.0.1:$p_greet  *octets" "$tmp/stat.txt" &&
+    grep -q "127.0.0.1:$p_greet  *remembered" "$tmp/stat.txt" &&
+    python3 - "$tmp/stat.json" "$tmp/list.json" "$cpid" "$p_greet" "$p_close" "$p_silent" <<'PY'
+import json, sys
+snap = json.load(open(sys.argv[1]))
+pid, greet, close, silent = (int(a) for a in sys.argv[3:])
+p = snap["plain"]
+assert snap["pid"] == pid and snap["opened"] == 0, snap
+assert {k: p[k] for k in ("connects", "octets", "closed", "silent", "remembered", "other")} == \
+    {"connects": 4, "octets": 1, "closed": 1, "silent": 1, "remembered": 1, "other": 0}, p
+assert [(d["peer"], d["why"]) for d in p["last"]] == [
+    ("127.0.0.1:%d" % silent, "silent"), ("127.0.0.1:%d" % close, "closed"),
+    ("127.0.0.1:%d" % greet, "remembered"), ("127.0.0.1:%d" % greet, "octets")], p["last"]
+row = [r for r in json.load(open(sys.argv[2])) if r["pid"] == pid]
+assert row and row[0]["plain"] == 4 and row[0]["connections"] == 0, row
+PY
+then
+    echo "ok   xsock-stat of a live client: $want; last: $(grep '^plain  -> ' "$tmp/stat.txt" | awk '{print $3 "=" $4}' | tr '\n' ' ')"
+    echo "     listing: $(grep "^ *$cpid " "$tmp/list.txt")"
+else
+    echo "FAIL xsock-stat of a live client ($state, rc $crc)"; cat "$tmp/stay.out" "$tmp/stat.txt" "$tmp/stat.json" "$tmp/list.txt"
+    tail -5 "$tmp/stay.err"; fail=1
 fi
 exit $fail

@@ -10,12 +10,20 @@
 #         greet   sends "220 ready\r\n" first, then ignores it (SMTP, SSH)
 #         error   "ERR\r\n" and closes (an HTTP 400)
 #         silent  nothing (waits for a whole request of its own protocol)
+#         close   closes a connection that begins with anything but PING
+#                 at once (a server that hangs up on a protocol it does
+#                 not know)
 #   xsock-plain-peer.py client PORT WAIT N
 #       N connections in a row, each: connect (WAIT: block, or non-blocking
 #       then select, poll, epoll, epollet, epollpre (registered before the
 #       connect), readnow (a blocking recv at once)), "PING i\n", wait for
 #       "PONG"; prints one line per connection with the socket's IWARP_MODE
 #       and the connect's duration.  Exit 0 when every one got its PONG.
+#   xsock-plain-peer.py stay PORT,PORT,... READY
+#       one blocking connection to each port in turn, each "PING" and its
+#       "PONG" (kept open); then writes its pid and "ready" (or
+#       "failed") to READY and sleeps until READY is gone (at most 60 s),
+#       so that xsock-stat sees a live process whose connects went plain.
 import errno
 import os
 import select
@@ -49,6 +57,8 @@ def serve(kind, port, log):
                         f.write(first.hex() + "\n")
                 if b"PING" in d:
                     c.sendall(b"PONG\n")
+                elif kind == "close":
+                    break
                 elif kind == "echo":
                     c.sendall(d)
                 elif kind == "error":
@@ -135,8 +145,38 @@ def client(port, how, n):
     return 0 if ok == n else 1
 
 
+def stay(ports, ready):
+    socks, ok = [], True
+    for port in ports:
+        s = socket.socket()
+        s.settimeout(10)
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"PING\n")
+            got = b""
+            while b"PONG" not in got:
+                d = s.recv(100)
+                if not d:
+                    break
+                got += d
+            ok = ok and b"PONG" in got
+        except OSError as e:
+            print("port %d: %s" % (port, e))
+            ok = False
+        socks.append(s)
+    with open(ready + ".tmp", "w") as f:
+        f.write("%d %s\n" % (os.getpid(), "ready" if ok else "failed"))
+    os.rename(ready + ".tmp", ready)
+    t0 = time.monotonic()
+    while os.path.exists(ready) and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         serve(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1] == "stay":
+        sys.exit(stay([int(p) for p in sys.argv[2].split(",")], sys.argv[3]))
     else:
         sys.exit(client(int(sys.argv[2]), sys.argv[3], int(sys.argv[4])))

@@ -4,7 +4,9 @@
  *   xsock-stat                     the processes (stale files removed)
  *   xsock-stat -p PID              one table: totals, one row per connection
  *   xsock-stat -p PID --watch [S]  the same every S seconds, with rates
- *   -j / --json                    JSON instead of tables */
+ *   -j / --json                    JSON instead of tables
+ * Both show libxsock's connects that went plain TCP (the stack's
+ * passthrough sockets, in VMA's words), when the file has them. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -32,6 +34,7 @@
 /* A process's file, mapped read-only. */
 struct sfile {
 	const struct xs_stat_file *f;
+	const struct xs_stat_plain *plain; /* NULL: a file without them */
 	size_t size;
 	char path[300];
 };
@@ -41,6 +44,8 @@ struct snap {
 	struct xs_stat_hdr hdr;
 	struct xs_stat_counters total;
 	unsigned n;
+	bool has_plain;
+	struct xs_stat_plain plain; /* went[], and last[] newest first (nlast kept) */
 	struct xs_stat_conn *conn; /* n of them */
 	unsigned *idx; /* their slot numbers */
 	double t; /* CLOCK_MONOTONIC seconds */
@@ -86,6 +91,13 @@ static int sfile_open(struct sfile *s, const char *path, bool silent)
 		munmap((void *)s->f, s->size);
 		return -1;
 	}
+	/* the plain TCP section: in the file's last octets, after the slots
+	 * (plain_off 0: an older release's file, all the same version) */
+	size_t po = h->plain_off, ps = h->plain_size;
+	s->plain = NULL;
+	if (po && po % 8 == 0 && ps >= sizeof(struct xs_stat_plain) &&
+	    po >= h->hdr_size + (size_t)h->nslots * h->slot_size && po + ps <= s->size)
+		s->plain = (const struct xs_stat_plain *)((const char *)s->f + po);
 	return 0;
 }
 
@@ -177,6 +189,51 @@ static bool slot_copy(const struct xs_stat_conn *s, struct xs_stat_conn *o)
 	return __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen;
 }
 
+/* The plain TCP counts, and the last destinations newest first. */
+static void plain_copy(const struct xs_stat_plain *p, struct xs_stat_plain *o)
+{
+	memset(o, 0, sizeof(*o));
+	for (int i = 0; i < XS_STAT_PLAIN_WHYS; i++)
+		o->went[i] = LOAD(p->went[i]);
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t seq = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+		uint32_t n = LOAD(p->nlast);
+
+		if (seq & 1)
+			continue;
+		o->nlast = n;
+		for (uint32_t i = 0; i < n && i < XS_STAT_PLAIN_LAST; i++) {
+			const struct xs_stat_plain_dest *d = &p->last[(n - 1 - i) % XS_STAT_PLAIN_LAST];
+
+			o->last[i].when_ns = LOAD(d->when_ns);
+			o->last[i].why = LOAD(d->why);
+			memcpy(&o->last[i].peer, &d->peer, sizeof(d->peer));
+		}
+		XS_STAT_READ_FENCE();
+		if (__atomic_load_n(&p->seq, __ATOMIC_RELAXED) == seq)
+			return;
+	}
+	o->nlast = 0; /* (a writer that never stops: the counts only) */
+}
+
+static uint64_t plain_total(const struct xs_stat_plain *p)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < XS_STAT_PLAIN_WHYS; i++)
+		n += p->went[i];
+	return n;
+}
+
+static const char *why_name(uint32_t why)
+{
+	/* enum xs_stat_plain_why */
+	static const char *const n[XS_STAT_PLAIN_NWHY] = { "octets", "closed", "silent",
+							   "remembered", "other" };
+
+	return why < XS_STAT_PLAIN_NWHY ? n[why] : "?";
+}
+
 static int snap_take(const struct sfile *sf, struct snap *sn)
 {
 	const struct xs_stat_hdr *h = &sf->f->hdr;
@@ -221,6 +278,9 @@ static int snap_take(const struct sfile *sf, struct snap *sn)
 			if (sn->conn[i].c.term_rx)
 				sn->total.term_rx = sn->conn[i].c.term_rx;
 		}
+		sn->has_plain = sf->plain != NULL;
+		if (sf->plain)
+			plain_copy(sf->plain, &sn->plain);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		sn->t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -325,6 +385,29 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* "plain": {"connects": N, "octets": N, ..., "last": [...]}, or null
+ * for a file without them. */
+static void json_plain(const struct snap *sn)
+{
+	const struct xs_stat_plain *p = &sn->plain;
+	char peer[64];
+
+	if (!sn->has_plain) {
+		printf("\"plain\": null");
+		return;
+	}
+	printf("\"plain\": {\"connects\": %" PRIu64, plain_total(p));
+	for (uint32_t w = 0; w < XS_STAT_PLAIN_NWHY; w++)
+		printf(", \"%s\": %" PRIu64, why_name(w), p->went[w]);
+	printf(", \"last\": [");
+	for (uint32_t i = 0; i < p->nlast && i < XS_STAT_PLAIN_LAST; i++) {
+		addr_str(peer, sizeof(peer), &p->last[i].peer);
+		printf("%s{\"peer\": \"%s\", \"why\": \"%s\", \"when_ns\": %" PRIu64 "}",
+		       i ? ", " : "", peer, why_name(p->last[i].why), p->last[i].when_ns);
+	}
+	printf("]}");
+}
+
 static void json_snap(const struct snap *sn, const struct snap *prev)
 {
 	char loc[64], peer[64];
@@ -336,7 +419,9 @@ static void json_snap(const struct snap *sn, const struct snap *prev)
 	       ", \"totals\": {",
 	       sn->hdr.created_ns, sn->hdr.opened, sn->hdr.closed_conns);
 	json_counters(&sn->total);
-	printf("}, \"connections\": [");
+	printf("}, ");
+	json_plain(sn);
+	printf(", \"connections\": [");
 	for (unsigned i = 0; i < sn->n; i++) {
 		const struct xs_stat_conn *c = &sn->conn[i], *p = prev_of(prev, sn->idx[i], c->gen);
 
@@ -380,6 +465,30 @@ static void table_row(const char *name, const struct xs_stat_counters *c)
 	       c->rx.read_resps, c->tx.terms, c->rx.terms, tt, tr, c->crc_errors, c->flushed);
 }
 
+/* The connects that went plain TCP: kernel sockets, not in the table. */
+static void table_plain(const struct snap *sn)
+{
+	const struct xs_stat_plain *p = &sn->plain;
+	char peer[64];
+	struct timespec now;
+
+	if (!sn->has_plain)
+		return;
+	printf("plain TCP: %" PRIu64 " connects went plain (", plain_total(p));
+	for (uint32_t w = 0; w < XS_STAT_PLAIN_NWHY; w++)
+		printf("%s%s %" PRIu64, w ? ", " : "", why_name(w), p->went[w]);
+	printf(")\n");
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	for (uint32_t i = 0; i < p->nlast && i < XS_STAT_PLAIN_LAST; i++) {
+		const struct xs_stat_plain_dest *d = &p->last[i];
+		double ago = now_ns > d->when_ns ? (double)(now_ns - d->when_ns) / 1e9 : 0;
+
+		addr_str(peer, sizeof(peer), &d->peer);
+		printf("plain  -> %-24s %-10s %.1f s ago\n", peer, why_name(d->why), ago);
+	}
+}
+
 static void table_snap(const struct snap *sn, const struct snap *prev)
 {
 	char loc[64], peer[64], slot[16];
@@ -387,6 +496,7 @@ static void table_snap(const struct snap *sn, const struct snap *prev)
 
 	printf("pid %d (%s): %u connections open, %" PRIu64 " opened, %" PRIu64 " closed\n",
 	       sn->hdr.pid, sn->hdr.argv0, sn->n, sn->hdr.opened, sn->hdr.closed_conns);
+	table_plain(sn);
 	printf("%-6s %14s %14s %10s %10s %19s %17s %15s %15s %7s %-12s %-12s %5s %7s\n", "conn",
 	       "octets tx", "octets rx", "fpdus tx", "fpdus rx", "sends tx/rx", "writes tx/rx",
 	       "reads tx/rx", "rresp tx/rx", "term", "term tx", "term rx", "crc", "flushed");
@@ -435,7 +545,8 @@ static int list_all(void)
 	if (json)
 		printf("[");
 	else
-		printf("%8s %6s %14s %14s  %s\n", "pid", "conns", "octets tx", "octets rx", "argv0");
+		printf("%8s %6s %6s %14s %14s  %s\n", "pid", "conns", "plain", "octets tx",
+		       "octets rx", "argv0");
 	while ((e = readdir(d))) {
 		struct sfile sf;
 		struct snap sn = { 0 };
@@ -462,12 +573,19 @@ static int list_all(void)
 			if (json) {
 				printf("%s{\"pid\": %d, \"argv0\": ", first ? "" : ", ", sn.hdr.pid);
 				json_str(sn.hdr.argv0);
-				printf(", \"connections\": %u, \"tx_octets\": %" PRIu64
-				       ", \"rx_octets\": %" PRIu64 "}",
-				       sn.n, sn.total.tx.octets, sn.total.rx.octets);
+				printf(", \"connections\": %u", sn.n);
+				if (sn.has_plain)
+					printf(", \"plain\": %" PRIu64, plain_total(&sn.plain));
+				else
+					printf(", \"plain\": null");
+				printf(", \"tx_octets\": %" PRIu64 ", \"rx_octets\": %" PRIu64 "}",
+				       sn.total.tx.octets, sn.total.rx.octets);
 			} else {
-				printf("%8d %6u %14" PRIu64 " %14" PRIu64 "  %s\n", sn.hdr.pid, sn.n,
-				       sn.total.tx.octets, sn.total.rx.octets, sn.hdr.argv0);
+				char plain[24] = "-";
+				if (sn.has_plain)
+					snprintf(plain, sizeof(plain), "%" PRIu64, plain_total(&sn.plain));
+				printf("%8d %6u %6s %14" PRIu64 " %14" PRIu64 "  %s\n", sn.hdr.pid, sn.n,
+				       plain, sn.total.tx.octets, sn.total.rx.octets, sn.hdr.argv0);
 			}
 			first = false;
 		}

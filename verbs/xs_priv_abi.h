@@ -27,6 +27,21 @@ int xsock_priv_listen_mixed(struct rdma_cm_id *id);
 
 #define XSOCK_CM_EVENT_PLAIN 0x7870 /* not an rdma_cm_event_type: "xp" */
 
+/* A connect of libxsock's that went on as plain TCP (xsock(7) PLAIN
+ * SERVERS): the kernel socket connected (or connecting), to peer, for why.
+ * Counted by why in the process's statistics file, made now if need be
+ * (xsock-stat(1); nothing with XSOCK_STAT=0), with the destination among
+ * the last few.  The values are xs_stat_shm.h's enum xs_stat_plain_why.
+ * Any thread, no lock held. */
+enum xsock_plain_why {
+	XSOCK_PLAIN_OCTETS, /* the peer answered octets that are no MPA Reply */
+	XSOCK_PLAIN_CLOSED, /* it closed (or reset) the connection before any */
+	XSOCK_PLAIN_SILENT, /* no answer in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO) */
+	XSOCK_PLAIN_REMEMBERED, /* a plain TCP server lately: no MPA try */
+	XSOCK_PLAIN_OTHER, /* the stack could not try (its error, no route) */
+};
+void xsock_priv_plain(int why, const struct sockaddr *peer, socklen_t len);
+
 /* The process's XSOCK_* settings (verbs/xs_settings.h; verbs/xs_config.c),
  * so that each is parsed, and an invalid one said, once per process.
  * offer: a table libxsock began before it loaded libiwarp, taken as the

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The process's statistics file for xsock-stat(1): /dev/shm/xsock-UID-PID,
- * mode 0600, made on the first connection (unless XSOCK_STAT=0), removed at
+ * mode 0600, made on the first connection or the first of libxsock's
+ * connects that went plain TCP (unless XSOCK_STAT=0), removed at
  * exit (a process that ends without exit handlers leaves it: the next
  * process to make its file, or xsock-stat, removes it once the pid is
  * gone).  Slots are given out
@@ -27,7 +28,16 @@
 
 #include "verbs/xs_internal.h"
 
-#define STAT_SIZE (sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn))
+#define PLAIN_OFF (sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn))
+#define STAT_SIZE (PLAIN_OFF + sizeof(struct xs_stat_plain))
+
+_Static_assert((int)XSOCK_PLAIN_OCTETS == XS_STAT_PLAIN_OCTETS &&
+		       (int)XSOCK_PLAIN_CLOSED == XS_STAT_PLAIN_CLOSED &&
+		       (int)XSOCK_PLAIN_SILENT == XS_STAT_PLAIN_SILENT &&
+		       (int)XSOCK_PLAIN_REMEMBERED == XS_STAT_PLAIN_REMEMBERED &&
+		       (int)XSOCK_PLAIN_OTHER == XS_STAT_PLAIN_OTHER &&
+		       XS_STAT_PLAIN_NWHY <= XS_STAT_PLAIN_WHYS,
+	       "the private call's reasons are the file's");
 
 static pthread_mutex_t stat_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xs_stat_file *stat_map; /* NULL until the first connection */
@@ -79,6 +89,11 @@ static void *stat_file(const void *init, size_t len, void *addr)
 	return m;
 }
 
+static struct xs_stat_plain *plain_of(struct xs_stat_file *f)
+{
+	return (struct xs_stat_plain *)((char *)f + PLAIN_OFF);
+}
+
 static void stat_hdr_init(struct xs_stat_hdr *h)
 {
 	h->pid = (int32_t)getpid();
@@ -94,9 +109,13 @@ static void stat_hdr_init(struct xs_stat_hdr *h)
  * child. */
 static void stat_fork_child(void)
 {
+	struct xs_stat_plain plain;
+
 	pthread_mutex_init(&stat_mu, NULL);
 	if (!stat_map)
 		return;
+	/* the plain TCP sockets it inherited: the parent's counts too */
+	memcpy(&plain, plain_of(stat_map), sizeof(plain));
 	size_t used = sizeof(struct xs_stat_hdr) + stat_map->hdr.hiwater * sizeof(struct xs_stat_conn);
 	if (!stat_file(stat_map, used, stat_map)) {
 		/* keep counting into a private copy rather than the parent's file */
@@ -105,6 +124,7 @@ static void stat_fork_child(void)
 		stat_failed = true;
 		return;
 	}
+	memcpy(plain_of(stat_map), &plain, sizeof(plain));
 	stat_hdr_init(&stat_map->hdr);
 }
 
@@ -157,6 +177,8 @@ static bool stat_ready(void)
 	h->hdr_size = sizeof(struct xs_stat_hdr);
 	h->slot_size = sizeof(struct xs_stat_conn);
 	h->nslots = XS_STAT_SLOTS;
+	h->plain_off = (uint32_t)PLAIN_OFF;
+	h->plain_size = sizeof(struct xs_stat_plain);
 	snprintf(h->argv0, sizeof(h->argv0), "%s", program_invocation_name);
 	stat_hdr_init(h);
 	atexit(stat_unlink);
@@ -310,3 +332,34 @@ void xs_stat_flushed(const struct xs_conn *owner)
 	pthread_mutex_unlock(&stat_mu);
 }
 
+
+/* libxsock's connect that went plain TCP (xs_priv_abi.h): a kernel socket
+ * the stack never sees, counted here so that xsock-stat shows it. */
+XS_EXPORT void xsock_priv_plain(int why, const struct sockaddr *peer, socklen_t len)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct xs_stat_plain *p;
+	struct xs_stat_plain_dest *d;
+
+	if (!xs_config()->stat)
+		return;
+	if (why < 0 || why >= XS_STAT_PLAIN_NWHY)
+		why = XS_STAT_PLAIN_OTHER;
+	if (peer && len <= sizeof(ss))
+		memcpy(&ss, peer, len);
+	pthread_mutex_lock(&stat_mu);
+	if (!stat_ready())
+		goto out;
+	p = plain_of(stat_map);
+	XS_STAT_ADD(p, went[why], 1);
+	__atomic_fetch_add(&p->seq, 1, __ATOMIC_ACQ_REL); /* as slot_gen_bump */
+	d = &p->last[p->nlast % XS_STAT_PLAIN_LAST];
+	memset(&d->peer, 0, sizeof(d->peer));
+	xs_stat_addr_of(&d->peer, &ss);
+	d->when_ns = now_ns();
+	d->why = (uint32_t)why;
+	XS_STAT_ADD(p, nlast, 1);
+	__atomic_fetch_add(&p->seq, 1, __ATOMIC_ACQ_REL);
+out:
+	pthread_mutex_unlock(&stat_mu);
+}

@@ -13,7 +13,12 @@
  * - closed is the sum of the connections gone: a connection moves its
  *   counters there and frees its slot between two bumps of seq (odd
  *   meanwhile), so a reader that sees the same even seq before and after
- *   its copy of closed and the slots counts every octet once. */
+ *   its copy of closed and the slots counts every octet once;
+ * - the plain TCP section (hdr.plain_off, plain_size: 0 in the files of
+ *   releases before it, whose header had 64 reserved octets there) counts
+ *   libxsock's connects that went on as plain TCP (went[], each read
+ *   whole); last[] is consistent when its seq is even and the same before
+ *   and after the copy. */
 #ifndef XS_STAT_SHM_H
 #define XS_STAT_SHM_H
 
@@ -70,6 +75,20 @@ struct xs_stat_counters {
 	uint64_t zc_writes, zc_copied;
 };
 
+/* Why a connect went on as plain TCP (xsock(7) PLAIN SERVERS): the index
+ * of its count in xs_stat_plain.went[] (xs_priv_abi.h's enum
+ * xsock_plain_why has the same values). */
+enum xs_stat_plain_why {
+	XS_STAT_PLAIN_OCTETS, /* the peer answered octets that are no MPA Reply */
+	XS_STAT_PLAIN_CLOSED, /* the peer closed (or reset) before any */
+	XS_STAT_PLAIN_SILENT, /* no answer in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO) */
+	XS_STAT_PLAIN_REMEMBERED, /* a plain server lately: no MPA try */
+	XS_STAT_PLAIN_OTHER, /* the stack could not try (its own error, no route) */
+	XS_STAT_PLAIN_NWHY,
+};
+#define XS_STAT_PLAIN_WHYS 8 /* went[]'s room: reasons may be added */
+#define XS_STAT_PLAIN_LAST 8
+
 /* An address: family AF_INET or AF_INET6 (0: unknown), port in host order. */
 struct xs_stat_addr {
 	uint16_t family;
@@ -92,6 +111,26 @@ struct xs_stat_conn {
 	struct xs_stat_counters c;
 };
 
+/* A destination that went plain. */
+struct xs_stat_plain_dest {
+	uint64_t when_ns; /* CLOCK_REALTIME */
+	struct xs_stat_addr peer;
+	uint32_t why; /* enum xs_stat_plain_why */
+};
+
+/* libxsock's connects that went on as plain TCP: kernel sockets from then
+ * on, which the stack never sees (what VMA's vma_stats calls passthrough
+ * sockets).  After the slots (hdr.plain_off). */
+struct xs_stat_plain {
+	uint64_t went[XS_STAT_PLAIN_WHYS]; /* by enum xs_stat_plain_why */
+	uint32_t seq; /* odd while last[] changes */
+	/* destinations ever recorded: the newest is in
+	 * last[(nlast - 1) % XS_STAT_PLAIN_LAST] */
+	uint32_t nlast;
+	uint8_t pad[56];
+	struct xs_stat_plain_dest last[XS_STAT_PLAIN_LAST];
+};
+
 struct xs_stat_hdr {
 	uint64_t magic;
 	uint32_t version;
@@ -104,10 +143,13 @@ struct xs_stat_hdr {
 	char argv0[XS_STAT_ARGV0];
 	uint64_t opened, closed_conns; /* connections ever opened, closed */
 	struct xs_stat_counters closed; /* the counters of closed connections */
-	uint8_t reserved[64];
+	/* struct xs_stat_plain: its offset in the file and size (0, 0: a
+	 * file of an older release, which reserved these octets as zeros) */
+	uint32_t plain_off, plain_size;
+	uint8_t reserved[56];
 };
 
-/* The file: the header, then nslots slots. */
+/* The file: the header, then nslots slots, then struct xs_stat_plain. */
 struct xs_stat_file {
 	struct xs_stat_hdr hdr;
 	struct xs_stat_conn slot[];
@@ -115,6 +157,8 @@ struct xs_stat_file {
 
 _Static_assert(sizeof(struct xs_stat_dir) == 64, "xs_stat_dir: one cache line");
 _Static_assert(sizeof(struct xs_stat_conn) == 320, "xs_stat_conn layout");
-_Static_assert(sizeof(struct xs_stat_hdr) % 64 == 0, "xs_stat_hdr layout");
+_Static_assert(sizeof(struct xs_stat_hdr) == 384, "xs_stat_hdr layout (version 1)");
+_Static_assert(sizeof(struct xs_stat_plain_dest) == 32, "xs_stat_plain_dest layout");
+_Static_assert(sizeof(struct xs_stat_plain) == 384, "xs_stat_plain layout");
 
 #endif
