@@ -15,6 +15,7 @@ for t in mpicc mpirun; do
 done
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
 xs_scratch
+: >"$tmp/stack.log"
 env -u LD_PRELOAD mpicc -O2 -o "$tmp/pp" "${XS_TOP_SRCDIR:-.}/tests/mpi-pingpong.c" ||
     { echo "FAIL: mpicc"; exit 1; }
 # mpirun as root may run; 4 ranks on 2 cores
@@ -30,7 +31,7 @@ esac
 runs=${XS_MPI_RUNS:-5} bad=0
 for i in $(seq 1 "$runs"); do
     np=$((i % 2 ? 2 : 4))
-    n0=$(wc -l <"$tmp/stack.log" 2>/dev/null || echo 0)
+    n0=$(wc -l <"$tmp/stack.log")
     iwarp_run sh "$tmp/mpi.sh" $np >"$tmp/run.$i" 2>&1
     rc=$?
     # the ranks' connections: iWARP, and the ping-pong's 2 x 50 x 270 KiB
