@@ -256,6 +256,11 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	bool fallback = xsk_setting_num(XS_SET_PLAIN_PROBE_MS) > 0 && can_fall_back(s);
 	int64_t ttl_ms = (int64_t)xsk_setting_num(XS_SET_PLAIN_TTL_S) * 1000;
 	enum xsk_peer_kind kind = fallback ? xsk_peer_lookup(addr) : XSK_PEER_IWARP;
+	/* a non-blocking connect must not wait for the try (an event loop's
+	 * call would take a round trip, or the probe time): a destination not
+	 * known yet is iWARP's, without a fallback (xsock(7) BUGS) */
+	if (kind == XSK_PEER_UNKNOWN && xsk_nonblock(s))
+		kind = XSK_PEER_IWARP;
 	if (kind == XSK_PEER_PLAIN)
 		return go_plain(fd, s, addr, len, XSOCK_PLAIN_REMEMBERED);
 	if (kind == XSK_PEER_UNKNOWN) {

@@ -148,10 +148,10 @@ def client(port, how, n):
 def stay(ports, ready):
     socks, ok = [], True
     for port in ports:
-        s = socket.socket()
-        s.settimeout(10)
-        try:
+        s = socket.socket()  # blocking: a non-blocking first connect
+        try:                  # does not fall back (xsock(7) BUGS)
             s.connect(("127.0.0.1", port))
+            s.settimeout(10)
             s.sendall(b"PING\n")
             got = b""
             while b"PONG" not in got:
