@@ -142,15 +142,20 @@ nomem:
 	return NULL;
 }
 
-/* The ex entry point (ibv_create_qp_ex, rdma_create_qp_ex): a PD, and send
- * ops for the ibv_wr_* API (verbs_qpx.c). */
+/* The ex entry point (ibv_create_qp_ex, rdma_create_qp_ex): a PD, send ops
+ * for the ibv_wr_* API (verbs_qpx.c), no creation flags. */
 struct ibv_qp *xs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ax)
 {
 	struct ibv_qp_init_attr a;
 	struct ibv_qp *qp;
 	int rc;
 
-	if (ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+	/* creation flags: none supported, so 0 is fine (rdma-core's tests
+	 * set the mask with flags 0 at random; the kernel's check is the
+	 * same: only a flag set is refused) */
+	if ((ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					 IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
