@@ -93,6 +93,18 @@ def wait_connected(s, how):
         raise OSError(errno.ETIMEDOUT, "no writability")
 
 
+def ping_pong(s, msg):
+    """Send msg, read until the server's PONG (or its end); what came."""
+    s.sendall(msg)
+    got = b""
+    while b"PONG" not in got:
+        d = s.recv(100)
+        if not d:
+            break
+        got += d
+    return got
+
+
 def client(port, how, n):
     ok = 0
     for i in range(n):
@@ -119,23 +131,8 @@ def client(port, how, n):
         mode = s.getsockopt(SOL_IWARP, IWARP_MODE)
         s.setblocking(True)
         s.settimeout(10)
-        if how == "readnow":
-            # a reader that waits at once: the server speaks first or not
-            s.sendall(b"PING %d\n" % i)
-            got = s.recv(100)
-            while b"PONG" not in got:
-                d = s.recv(100)
-                if not d:
-                    break
-                got += d
-        else:
-            s.sendall(b"PING %d\n" % i)
-            got = b""
-            while b"PONG" not in got:
-                d = s.recv(100)
-                if not d:
-                    break
-                got += d
+        # "readnow" waited for nothing: its first recv is the wait
+        got = ping_pong(s, b"PING %d\n" % i)
         if ep:
             ep.close()
         s.close()
@@ -152,14 +149,7 @@ def stay(ports, ready):
         try:                  # does not fall back (xsock(7) BUGS)
             s.connect(("127.0.0.1", port))
             s.settimeout(10)
-            s.sendall(b"PING\n")
-            got = b""
-            while b"PONG" not in got:
-                d = s.recv(100)
-                if not d:
-                    break
-                got += d
-            ok = ok and b"PONG" in got
+            ok = ok and b"PONG" in ping_pong(s, b"PING\n")
         except OSError as e:
             print("port %d: %s" % (port, e))
             ok = False
