@@ -391,6 +391,8 @@ int xsk_connect_start(struct xsk *s, const struct sockaddr *dst, socklen_t len)
 		return rc;
 	if (st->create_id(s->ch, &s->id, s, RDMA_PS_TCP))
 		return -(errno ? errno : ENOMEM);
+	if (st->cm_no_redial)
+		st->cm_no_redial(s->id);
 	memcpy(&s->peer, dst, len);
 	s->state = XSK_CONNECTING;
 	if (st->resolve_addr(s->id, s->have_local ? (struct sockaddr *)&s->local : NULL,

@@ -138,6 +138,8 @@ struct xsk_stack {
 	__typeof__(xsock_priv_listen_mixed) *listen_mixed;
 	/* the application's bound socket becomes the listener's (NULL if absent) */
 	__typeof__(xsock_priv_listen_socket) *listen_socket;
+	/* its refused connects are refused at once (NULL if absent) */
+	__typeof__(xsock_priv_cm_no_redial) *cm_no_redial;
 	/* libiwarp's receive fast path (NULL if absent): the TCP socket a
 	 * thread about to block may poll to receive on its own thread (on 1,
 	 * -1 for none), and the end of that wait (on 0) */

@@ -159,6 +159,7 @@ static void stack_init_once(void)
 	PRIV(claim);
 	PRIV(fd_keep);
 	PRIV(listen_socket);
+	PRIV(cm_no_redial);
 	PRIV(fd_drop);
 	PRIV(fd_next_kept);
 	PRIV(exit_wait);

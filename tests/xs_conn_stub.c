@@ -251,7 +251,8 @@ void xs_listener_close(struct xs_listener *l)
 }
 
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
-	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx)
+	       socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms, xs_connect_fn cb,
+	       void *ctx)
 {
 	return -EOPNOTSUPP;
 }

@@ -287,7 +287,8 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	cm_get(c); /* for the callback */
 	rc = c->tp->connect((struct sockaddr *)&dst, cm_sa_len((struct sockaddr *)&dst),
 			have_src ? (struct sockaddr *)&src : NULL,
-			have_src ? cm_sa_len((struct sockaddr *)&src) : 0, &prefs, cm_connect_cb, c);
+			have_src ? cm_sa_len((struct sockaddr *)&src) : 0, &prefs,
+			c->no_redial ? 0 : XS_REDIAL_MS, cm_connect_cb, c);
 	if (rc < 0) {
 		pthread_mutex_lock(&c->lock);
 		c->state = CM_ROUTE;
@@ -416,6 +417,19 @@ static void cm_roce_plain_listen(struct cm_id *c, int backlog)
 	pthread_mutex_unlock(&c->lock);
 	if (xl)
 		xs_tp_iwarp.listener_close(xl);
+}
+
+/* libxsock's IWARP_MODE connects (xs_priv_abi.h). */
+XS_EXPORT int xsock_priv_cm_no_redial(struct rdma_cm_id *id)
+{
+	struct cm_id *c = cm_of(id);
+
+	if (!id)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	c->no_redial = true;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 /* libxsock's IWARP_MODE listeners (xs_priv_abi.h). */

@@ -107,6 +107,9 @@ struct cm_id {
 	/* libxsock's mixed listener (xsock_priv_listen_mixed): plain TCP
 	 * clients come as XSOCK_CM_EVENT_PLAIN events */
 	bool mixed;
+	/* libxsock's connects (xsock_priv_cm_no_redial): a refused TCP connect
+	 * is refused at once, as a kernel socket's is */
+	bool no_redial;
 	int afonly; /* RDMA_OPTION_ID_AFONLY: -1 unset */
 	/* RDMA_OPTION_ID_ACK_TIMEOUT: -1 unset; the QP's timeout attribute
 	 * (the RoCE requester's, query_qp's on iWARP) */

@@ -458,6 +458,7 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 	a->mtu = p->mtu;
 	a->flow_label = p->flow_label;
 	a->ack_timeout = CM_ROCE_ACK_TIMEOUT;
+	a->no_redial = c->no_redial;
 	memset(&h, 0, sizeof(h));
 	h.version = ROCE_CMA_VERSION;
 	h.ip_version = p->local.ss_family == AF_INET ? 4 : 6;

@@ -20,16 +20,13 @@
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
 
-/* A connect refused (no listener yet) is dialled again for this long, from
- * 5 ms apart doubling: servers tell their client a port before they listen
- * on it (perftest -R's second connection, qperf -cm1 0.4.11); the kernel's
- * CM refuses at once and these programs' own retries are racy or broken.
- * A connect nobody will ever accept is refused this much later. */
-#define XS_REDIAL_MS 1500
+/* A connect refused (no listener yet) is dialled again for redial_ms
+ * (XS_REDIAL_MS for rdma_connect), from 5 ms apart doubling. */
 #define XS_REDIAL_FIRST_MS 5
 
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
-	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx)
+	       socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms, xs_connect_fn cb,
+	       void *ctx)
 {
 	int rc = xs_eng_get();
 
@@ -62,7 +59,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		memcpy(&c->src, src, slen);
 		c->src_len = slen;
 	}
-	c->redial_end_ms = xs_now_ms() + XS_REDIAL_MS;
+	c->redial_end_ms = xs_now_ms() + redial_ms;
 	c->prefs = *prefs;
 	if (prefs->pdata_len) {
 		memcpy(c->prefs_pdata, prefs->pdata, prefs->pdata_len);
@@ -139,7 +136,8 @@ bool xs_connect_redial_track(struct xs_conn *c)
 	if (now + c->redial_wait_ms > c->redial_end_ms)
 		return false;
 	if (c->redial_wait_ms == XS_REDIAL_FIRST_MS)
-		xs_log("connect refused: dialling again for up to %u ms", XS_REDIAL_MS);
+		xs_log("connect refused: dialling again for up to %u ms",
+		       (unsigned)(c->redial_end_ms - now));
 	redial_list_add(c, now + c->redial_wait_ms);
 	return true;
 }

@@ -433,8 +433,15 @@ int xs_conn_reject(struct xs_conn *c, const void *pdata, uint8_t len);
  *   -ETIMEDOUT, -ECONNRESET, -EHOSTUNREACH, -EPROTO ...  conn is NULL/closed */
 typedef void (*xs_connect_fn)(void *ctx, struct xs_conn *conn, int status,
 			      const struct mpa_frame *reply);
+/* A connect refused (no listener yet) is dialled again for this long by
+ * rdma_connect: servers tell their client a port before they listen on it
+ * (perftest -R's second connection, qperf -cm1 0.4.11); the kernel's CM
+ * refuses at once and these programs' own retries are racy or broken.  A
+ * connect nobody will ever accept is refused this much later. */
+#define XS_REDIAL_MS 1500
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
-	       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx);
+	       socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms, xs_connect_fn cb,
+	       void *ctx);
 
 /* ---- fork (xs_fork.c, xs_engine_fork.c; see xsock(7) FORK) ---------------- */
 

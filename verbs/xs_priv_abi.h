@@ -120,6 +120,11 @@ int xsock_priv_fd_keep(int fd);
  * bind and the stack's listen (a process binding the ports in turn, as
  * Open MPI's TCP BTL does, took it in that moment).  0 or -errno. */
 int xsock_priv_listen_socket(int fd);
+/* libxsock's connect: the id's refused TCP connect is refused at once, as
+ * a kernel socket's is (rdma_connect dials again for XS_REDIAL_MS: a
+ * program trying X displays :0 to :N, as hwloc does in every Open MPI
+ * rank, waited that long for each).  0 or -EINVAL.  Any thread. */
+int xsock_priv_cm_no_redial(struct rdma_cm_id *id);
 void xsock_priv_fd_drop(int fd);
 int xsock_priv_fd_next_kept(int fd);
 

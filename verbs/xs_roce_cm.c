@@ -878,7 +878,7 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 	memcpy(q->pdata, a->pdata, sizeof(q->pdata));
 	r->next = xrcm.conns;
 	xrcm.conns = r;
-	r->redial_end = xs_now_ms() + XRCM_REDIAL_MS;
+	r->redial_end = xs_now_ms() + (a->no_redial ? 0 : XRCM_REDIAL_MS);
 	conn_send(r, m, XRCM_RETRIES);
 	pthread_mutex_unlock(&xrcm.mu);
 	free(m);

@@ -64,6 +64,7 @@ struct xs_rcm_req_args {
 	uint8_t mtu; /* IB enum */
 	uint32_t flow_label;
 	uint8_t ack_timeout;
+	bool no_redial; /* a REJ "no listener" ends the connect at once */
 	uint8_t pdata[ROCE_CM_REQ_PDATA];
 };
 

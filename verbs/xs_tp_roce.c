@@ -198,9 +198,11 @@ static void tp_listener_close(struct xs_listener *l)
 }
 
 static int tp_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
-		      socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx)
+		      socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms,
+		      xs_connect_fn cb, void *ctx)
 {
-	(void)dst, (void)dlen, (void)src, (void)slen, (void)prefs, (void)cb, (void)ctx;
+	(void)dst, (void)dlen, (void)src, (void)slen, (void)prefs, (void)redial_ms, (void)cb,
+		(void)ctx;
 	xs_log("roce: rdma_cm over RoCE is not there yet (IB CM): connect refused");
 	return -EOPNOTSUPP;
 }

@@ -141,8 +141,10 @@ struct xs_transport_ops {
 				      int v6only, xs_accept_fn cb, xs_plain_fn plain, void *ctx);
 	int (*listener_addr)(const struct xs_listener *l, struct sockaddr_storage *addr);
 	void (*listener_close)(struct xs_listener *l);
+	/* redial_ms: how long a refused connect is dialled again (0: never) */
 	int (*connect)(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
-		       socklen_t slen, const struct mpa_prefs *prefs, xs_connect_fn cb, void *ctx);
+		       socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms,
+		       xs_connect_fn cb, void *ctx);
 	int (*accept)(struct xs_conn *c, const struct mpa_prefs *prefs);
 	int (*reject)(struct xs_conn *c, const void *pdata, uint8_t len);
 	const struct mpa_agreed *(*agreed)(const struct xs_conn *c);
