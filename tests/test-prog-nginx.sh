@@ -96,7 +96,9 @@ nginx_case() {
     log=$tmp/logs/$name.error.log
     conf "$port" "$name"
     capture_begin "$name" "$port"
-    $2 timeout 60 "$ngx" -c "$tmp/nginx.conf" -e "$log" >"$tmp/$name.srv" 2>&1 &
+    # the stack's one line per trouble, on both ends, kept for a failure
+    sdbg=; [ "$name" = iwarp ] && sdbg="env XSOCK_DEBUG=1"
+    $2 $sdbg timeout 60 "$ngx" -c "$tmp/nginx.conf" -e "$log" >"$tmp/$name.srv" 2>&1 &
     srv=$!
     xs_wait_listen "$port" || { echo "FAIL $name: nginx did not listen"; cat "$tmp/$name.srv"; fail=1; }
     url=http://127.0.0.1:$port
@@ -117,16 +119,19 @@ nginx_case() {
     rps=0
     if command -v wrk >/dev/null 2>&1; then
         # over RoCE the client logs each connection and each NAK
-        dbg=; [ "$name" = roce ] && dbg="env XSOCK_DEBUG=1"
+        dbg=; [ "$name" = roce ] || [ "$name" = iwarp ] && dbg="env XSOCK_DEBUG=1"
         $3 $dbg timeout 30 wrk -c "$wrk_c" -t 2 -d 3 "$url/small.bin" >"$tmp/$name.wrk" 2>&1 ||
             { echo "FAIL $name: wrk failed"; fail=1; }
         rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/$name.wrk")
         if [ -z "$rps" ] || grep -q "Socket errors\|Non-2xx" "$tmp/$name.wrk"; then
             echo "FAIL $name: wrk"; grep -v "^xsock: " "$tmp/$name.wrk"; fail=1
+            echo "the stack's lines (wrk, then nginx), each once:"
+            grep "^xsock: \|^libxsock: " "$tmp/$name.wrk" | sort | uniq -c | sort -rn | head -20
+            grep "^xsock: \|^libxsock: " "$tmp/$name.srv" | sort | uniq -c | sort -rn | head -20
         else
             echo "$name: wrk -c $wrk_c -t 2 -d 3: $rps requests/s, no socket errors"
         fi
-        if [ -n "$dbg" ]; then
+        if [ "$name" = roce ]; then
             # nginx answers as soon as its QP is RTS: those first packets
             # reach wrk's host before wrk's QP has a socket, and must not
             # be lost there (xrcm_early), as 8 in 10 were (each then a
