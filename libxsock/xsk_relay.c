@@ -21,6 +21,17 @@
  * connection lives until the owner closes it and every client has closed
  * its copy.
  *
+ * The parent of the fork starts a thread per channel at once; it waits
+ * for a client and claims the connection only then (relay_wait_client):
+ * a child that cannot run the stack (a sandbox, xsk_sandbox.c) is served
+ * though the parent never uses the connection (sshd's monitor).  When the
+ * owner is the parent it keeps sp1 too, and a pipe whose write end only
+ * the child's side holds tells it when that side is gone: the input
+ * relayed to the child and left unread goes back in front of the
+ * connection's input (relay_take_back), before the parent's next fork
+ * (settle), so that sshd's post-authentication child reads the packets the
+ * pre-authentication one never did.
+ *
  * Over a kernel stack (xsock(7) KERNEL STACK) only the process that made a
  * connection can drive it: the kernel refuses the rdma_cm and verbs
  * commands of another process on the same files (EACCES); over RoCE the
