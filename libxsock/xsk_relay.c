@@ -74,6 +74,9 @@ struct xsk_relay {
 	 * left unread when it ended is taken back (relay_take_back) */
 	bool keep;
 	pthread_t thr;
+	/* eventfd of this process only (made with the thread): raised with
+	 * stop, so that a close does not wait out the thread's poll */
+	int wake;
 	_Atomic bool stop; /* xsk_free: end now */
 	_Atomic bool orphan; /* the owner's application closed: the thread frees s */
 	/* the thread checked that this process owns the connection (s->mu):
@@ -101,7 +104,19 @@ static void chan_free(struct xsk_relay *r)
 	close_fd(&r->ctl);
 	close_fd(&r->ar);
 	close_fd(&r->aw);
+	close_fd(&r->wake);
 	free(r);
+}
+
+/* This process's thread for r ends now (any thread; s->mu held or not). */
+static void relay_stop(struct xsk_relay *r)
+{
+	uint64_t one = 1;
+
+	atomic_store(&r->stop, true);
+	if (r->wake >= 0 && xsk_real.write(r->wake, &one, sizeof(one)) < 0) {
+		/* (a full counter wakes it anyway) */
+	}
 }
 
 /* The protocol's hooks into this file (struct xsk_relay_hooks, xsk_proto.h),
@@ -168,7 +183,7 @@ void xsk_relay_fork_prepare(struct xsk *s)
 	r->sp0 = xsk_fd_keep(sp[0]);
 	r->sp1 = xsk_fd_keep(sp[1]);
 	r->ctl = xsk_fd_keep(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-	r->ar = r->aw = -1;
+	r->ar = r->aw = r->wake = -1;
 	if (r->ctl < 0) {
 		r->sp0 = r->sp1 = -1;
 		xsk_fd_close(sp[0]);
@@ -294,7 +309,7 @@ static void relay_take_back(struct xsk_relay *r, const void *pending, size_t n)
  * raised again for that process's thread). */
 static int relay_wait_client(struct xsk_relay *r, bool *client)
 {
-	struct pollfd p[3];
+	struct pollfd p[4];
 	int n = 0;
 
 	if (*client || readable(r->sp0)) {
@@ -313,6 +328,8 @@ static int relay_wait_client(struct xsk_relay *r, bool *client)
 	p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
 	p[n++] = (struct pollfd){ .fd = r->sp0, .events = POLLIN };
 	p[n++] = (struct pollfd){ .fd = r->ar, .events = 0 };
+	if (r->wake >= 0)
+		p[n++] = (struct pollfd){ .fd = r->wake, .events = POLLIN };
 	xsk_real.poll(p, (nfds_t)n, 50);
 	return 0;
 }
@@ -345,7 +362,7 @@ static void *relay_main(void *arg)
 	if (!up || !down)
 		goto out;
 	for (;;) {
-		struct pollfd p[6];
+		struct pollfd p[8];
 		int fds[3], n = 0, nw;
 		bool moved = false, up_idle = false;
 
@@ -436,6 +453,8 @@ static void *relay_main(void *arg)
 			p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
 		if (r->keep)
 			p[n++] = (struct pollfd){ .fd = r->ar, .events = 0 };
+		if (r->wake >= 0)
+			p[n++] = (struct pollfd){ .fd = r->wake, .events = POLLIN };
 		xsk_mutex_lock(&s->mu);
 		nw = xsk_wait_fds(s, fds, up_n != 0);
 		xsk_mutex_unlock(&s->mu);
@@ -470,6 +489,8 @@ static bool relay_start(struct xsk_relay *r)
 {
 	xsk_mutex_lock(&relay_mu);
 	relay_starting++;
+	if (r->wake < 0)
+		r->wake = xsk_fd_keep(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (xsk_thread_start(&r->thr, relay_main, r)) {
 		relay_starting--;
 		xsk_mutex_unlock(&relay_mu);
@@ -553,7 +574,7 @@ int xsk_relay_client(struct xsk *s, bool rd)
 			/* our thread serves an older client: it sees EBUSY and
 			 * ends; one still waiting for a client ends now, and its
 			 * channel may be ours as a client (the thread closes sp0) */
-			atomic_store(&r->stop, true);
+			relay_stop(r);
 			if (!keep && !r->serving && r->sp1 >= 0)
 				keep = r;
 			pp = &r->next;
@@ -638,7 +659,7 @@ static void xsk_relay_free(struct xsk *s)
 				clients_gone(r);
 		     i++)
 			usleep(5000);
-		atomic_store(&r->stop, true);
+		relay_stop(r);
 		pthread_join(r->thr, NULL);
 		r->thr_pid = 0;
 	}
