@@ -77,6 +77,17 @@ bool xsk_fork_use(struct xsk *s)
 	return !s->foreign;
 }
 
+bool xsk_fork_give_up(struct xsk *s)
+{
+	unsigned g = atomic_load_explicit(&xsk_fork_gen, memory_order_relaxed);
+
+	if (!g || (s->claim_gen == g && !s->foreign))
+		return false; /* ours: the sandbox stops the stack here (xsock(7) BUGS) */
+	s->claim_gen = g;
+	s->foreign = true;
+	return true;
+}
+
 bool xsk_fork_quiet(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();

@@ -213,6 +213,7 @@ void xsk_free(struct xsk *s)
 	xsk_ring_free(st, s->mem, s->mem_len);
 	xsk_ring_free(st, s->sbuf, s->sbuf_size);
 	free(s->rmsg);
+	free(s->unread.buf);
 	if (s->plain_fd >= 0)
 		xsk_real.close(s->plain_fd);
 	if (s->ready_fd >= 0)

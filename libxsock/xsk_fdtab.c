@@ -326,17 +326,21 @@ static struct xsk *slot_sock(int fd)
 	return f ? f->s : NULL;
 }
 
-bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
+/* force: a sandbox starts (xsk_tab_sandbox): the connection is given up
+ * without a claim, and its relay socket waits for input. */
+static bool relay_take(int fd, struct xsk *s, bool claim, bool rd, bool force)
 {
 	struct sockaddr_storage local = { 0 }, peer = { 0 };
 	struct xsk_ep_moved *mv;
 	int sp = -1, fdfl, nmv;
 
-	if (atomic_load(&xsk_fork_gen) && xsk_fork_sandboxed())
+	if (!force && atomic_load(&xsk_fork_gen) && xsk_fork_sandboxed())
 		return false; /* no dup3 there: the copy stays unusable */
 	xsk_lock(s);
-	if (xsk_state(s) == XSK_CONNECTED && (xsk_foreign(s) || claim) && !xsk_fork_use(s))
-		sp = xsk_relay_client(s, rd);
+	if (xsk_state(s) == XSK_CONNECTED &&
+	    (force ? xsk_fork_give_up(s) || xsk_foreign(s) :
+		     (xsk_foreign(s) || claim) && !xsk_fork_use(s)))
+		sp = xsk_relay_client(s, rd || force);
 	if (sp >= 0 && xsk_nonblock(s))
 		xsk_real.fcntl(sp, F_SETFL, xsk_real.fcntl(sp, F_GETFL) | O_NONBLOCK);
 	if (sp >= 0 && xsk_peer(s))
@@ -364,6 +368,21 @@ bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
 	xsk_fd_put(s);
 	xsk_tab_detach(fd);
 	return true;
+}
+
+bool xsk_relay_take(int fd, struct xsk *s, bool claim, bool rd)
+{
+	return relay_take(fd, s, claim, rd, false);
+}
+
+void xsk_tab_sandbox(void)
+{
+	for (int fd = xsk_tab_next(0); fd >= 0; fd = xsk_tab_next(fd + 1)) {
+		struct xsk *s = xsk_fd_get(fd);
+
+		if (s && !(xsk_has_relay(s) && relay_take(fd, s, true, true, true)))
+			xsk_fd_put(s);
+	}
 }
 
 int xsk_tab_attach_fresh(int fd, int domain, bool nonblock, bool cloexec, bool by_rules)
@@ -435,7 +454,7 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 	for (int fd = 0; fd < hi(); fd++) {
 		struct xsk *s = slot_sock(fd), **m;
 		bool seen = false;
-		if (!s || xsk_state(s) != XSK_LISTENING)
+		if (!s || (xsk_state(s) != XSK_LISTENING && xsk_state(s) != XSK_CONNECTED))
 			continue;
 		for (int i = 0; i < n; i++)
 			seen |= ls[i] == s; /* dup'ed */

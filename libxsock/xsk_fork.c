@@ -134,6 +134,8 @@ static void child_fd(int fd, struct xsk *s)
 		s->refresh_gen = g;
 		s->refresh_fd = fd;
 		refresh_private(s);
+		if (s->state == XSK_CONNECTED && s->relay)
+			xsk_relay_fork_side(s, false);
 		if (s->state != XSK_FRESH && s->epfd_app)
 			new_epoll_at(s, fd);
 		return;
@@ -172,12 +174,19 @@ static void parent_listener(struct xsk *s)
 	xsk_mutex_unlock(&s->mu);
 }
 
+static void parent_sock(struct xsk *s)
+{
+	parent_listener(s);
+	if (s->state == XSK_CONNECTED && s->relay)
+		xsk_relay_fork_side(s, true);
+}
+
 static void fork_parent(void)
 {
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_raddr_fork_done();
 	xsk_relay_fork_parent();
-	xsk_tab_fork_parent(parent_listener);
+	xsk_tab_fork_parent(parent_sock);
 	xsk_svc_fork_parent();
 	xsk_sig_fork_parent(); /* the signals that came meanwhile run now */
 }

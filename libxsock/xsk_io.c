@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
@@ -84,6 +85,49 @@ void xsk_progress_watch(struct xsk *s, int rx)
 
 /* ---- data ------------------------------------------------------------------------- */
 
+int xsk_unread_add(struct xsk *s, const void *p, size_t n)
+{
+	uint8_t *b;
+
+	if (!n)
+		return 0;
+	b = malloc(s->unread.n + n);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, p, n); /* older than what is there */
+	if (s->unread.n)
+		memcpy(b + n, s->unread.buf + s->unread.off, s->unread.n);
+	free(s->unread.buf);
+	s->unread.buf = b;
+	s->unread.off = 0;
+	s->unread.n += n;
+	return 0;
+}
+
+/* The bytes put back (xsk_unread_add), before anything in the ring. */
+static ssize_t unread_read(struct xsk *s, const struct iovec *iov, int cnt, bool peek)
+{
+	size_t total = 0, off = s->unread.off, left = s->unread.n;
+
+	for (int v = 0; v < cnt && left; v++) {
+		size_t k = iov[v].iov_len < left ? iov[v].iov_len : left;
+		memcpy(iov[v].iov_base, s->unread.buf + off, k);
+		off += k;
+		left -= k;
+		total += k;
+	}
+	if (!peek) {
+		s->unread.off = off;
+		s->unread.n = left;
+		if (!left) {
+			free(s->unread.buf);
+			s->unread.buf = NULL;
+			s->unread.off = 0;
+		}
+	}
+	return (ssize_t)total;
+}
+
 ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int flags)
 {
 	bool peek = (flags & MSG_PEEK) != 0;
@@ -109,6 +153,8 @@ ssize_t xsk_recv_locked(struct xsk *s, const struct iovec *iov, int cnt, int fla
 	}
 	if (s->shut_rd)
 		return 0;
+	if (s->unread.n)
+		return unread_read(s, iov, cnt, peek);
 	if (!s->rbytes && s->err) { /* a reset: the error once, then end of stream */
 		int e = s->err;
 		s->err = 0;

@@ -122,6 +122,7 @@ struct xsk_stack {
 	__typeof__(xsock_priv_fd_drop) *fd_drop;
 	__typeof__(xsock_priv_fd_next_kept) *fd_next_kept;
 	__typeof__(xsock_priv_exit_wait) *exit_wait; /* (NULL if absent) */
+	__typeof__(xsock_priv_sandbox) *sandbox; /* (NULL if absent) */
 	/* libiwarp's private fork support (NULL if absent): claim the id's
 	 * connection or listener for this process (0, -EBUSY if another
 	 * process uses it); its standing without claiming (0 ours, 1 shared
@@ -347,6 +348,12 @@ struct xsk {
 	/* xsk_fork_gen when the application last read or polled for input
 	 * (not the relay): received data stays its own (xsk_relay.c) */
 	unsigned app_read_gen;
+	/* input a relay client did not read before it ended (xsk_relay.c),
+	 * read before the ring (xsk_recv_locked; s->mu) */
+	struct {
+		uint8_t *buf;
+		size_t n, off;
+	} unread;
 };
 
 /* One registration of an IWARP fd in an application epoll set. */
@@ -525,6 +532,10 @@ bool xsk_vfork_child(void);
  * connection or listener; a socket another process claimed first becomes
  * foreign.  false if s is foreign (the caller reports EBUSY). */
 bool xsk_fork_use(struct xsk *s);
+/* A sandbox starts (s->mu held): true if s's connection is not this
+ * process's since the last fork (unclaimed or foreign); it becomes
+ * foreign here, for good, without a claim. */
+bool xsk_fork_give_up(struct xsk *s);
 /* Only the process that made s's connection can drive it (xsk_claim.c):
  * over a kernel stack (the kernel obeys that process alone) and over
  * RoCE (the connection's state and its engine are that process's memory
@@ -546,8 +557,8 @@ void xsk_fork_listener_use(struct xsk *s);
 /* xsk_fdtab.c for xsk_fork.c's handlers: fork prepare locks the table
  * (making the relay channels, with s->mu). */
 void xsk_tab_fork_prepare(void);
-/* The parent: unlock the table, then call fn once per listener (s->mu not
- * held, a reference held). */
+/* The parent: unlock the table, then call fn once per listener and once
+ * per connection (s->mu not held, a reference held). */
 void xsk_tab_fork_parent(void (*fn)(struct xsk *s));
 /* The child: re-initialise the table lock; call fn once per fd number
  * naming a socket (in increasing order). */
@@ -561,6 +572,9 @@ extern __thread bool xsk_relay_self;
 void xsk_relay_fork_prepare(struct xsk *s);
 void xsk_relay_fork_prepare_all(void);
 void xsk_relay_fork_parent(void);
+/* After the fork, in each process (s->mu not held): the newest channel's
+ * side of its pipe; the parent starts a thread waiting for a client. */
+void xsk_relay_fork_side(struct xsk *s, bool parent);
 /* The relayed sockets' addresses (xsk_relay_addr.c) across fork:
  * prepare; parent and child. */
 void xsk_raddr_fork_prepare(void);
@@ -575,6 +589,14 @@ int xsk_relay_client(struct xsk *s, bool rd);
  * registers the fork handlers (before any relay exists): one non-blocking
  * call on s (dir 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno
  * as the interposed calls */
+/* Put input back in front of what s has received (s->mu held): the bytes
+ * a relayed process left unread.  0 or -ENOMEM. */
+int xsk_unread_add(struct xsk *s, const void *p, size_t n);
+/* A system-call sandbox starts (xsk_sandbox.c, before it is on): every
+ * connection this process holds but does not drive becomes its relay
+ * channel's kernel socket now, while dup3 and eventfd writes still work
+ * (xsk_fdtab.c; the table lock and s->mu not held). */
+void xsk_tab_sandbox(void);
 typedef ssize_t xsk_relay_io_fn(struct xsk *s, void *buf, size_t n, int dir);
 xsk_relay_io_fn xsk_relay_io;
 void xsk_relay_set_io(xsk_relay_io_fn *io);

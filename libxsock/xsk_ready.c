@@ -87,7 +87,7 @@ short xsk_revents(struct xsk *s)
 			r |= POLLIN;
 		break;
 	case XSK_CONNECTED:
-		if (s->rbytes >= (size_t)s->rcvlowat || (s->peer_shut_wr && !xsk_end_unknown(s)) ||
+		if (s->rbytes + s->unread.n >= (size_t)s->rcvlowat || (s->peer_shut_wr && !xsk_end_unknown(s)) ||
 		    s->shut_rd || s->err)
 			r |= POLLIN;
 		if (s->err)

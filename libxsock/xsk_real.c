@@ -163,6 +163,7 @@ static void stack_init_once(void)
 	PRIV(fd_drop);
 	PRIV(fd_next_kept);
 	PRIV(exit_wait);
+	PRIV(sandbox);
 	PRIV(fork_mode);
 	PRIV(release);
 	PRIV(tcp);

@@ -21,6 +21,17 @@
  * connection lives until the owner closes it and every client has closed
  * its copy.
  *
+ * The parent of the fork starts a thread per channel at once; it waits
+ * for a client and claims the connection only then (relay_wait_client):
+ * a child that cannot run the stack (a sandbox, xsk_sandbox.c) is served
+ * though the parent never uses the connection (sshd's monitor).  When the
+ * owner is the parent it keeps sp1 too, and a pipe whose write end only
+ * the child's side holds tells it when that side is gone: the input
+ * relayed to the child and left unread goes back in front of the
+ * connection's input (relay_take_back), before the parent's next fork
+ * (settle), so that sshd's post-authentication child reads the packets the
+ * pre-authentication one never did.
+ *
  * Over a kernel stack (xsock(7) KERNEL STACK) only the process that made a
  * connection can drive it: the kernel refuses the rdma_cm and verbs
  * commands of another process on the same files (EACCES); over RoCE the
@@ -39,6 +50,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -50,10 +62,27 @@ struct xsk_relay {
 	struct xsk_relay *next;
 	int sp0, sp1; /* -1 once closed in this process */
 	int ctl; /* eventfd: readable once a client took sp1 */
+	/* a pipe whose write end only the fork's child side holds (a client
+	 * keeps it until it exits or execs): POLLHUP on ar in the parent
+	 * says no process of that side can read sp1 any more */
+	int ar, aw;
+	pid_t side; /* the process that forked (the channel's parent side) */
+	unsigned gen; /* xsk_fork_gen after that fork */
 	pid_t thr_pid; /* the process whose thread serves it (0: none, -1: a client's) */
+	bool announced; /* this process raised ctl */
+	/* the owner is the parent side: it keeps sp1, so that what a client
+	 * left unread when it ended is taken back (relay_take_back) */
+	bool keep;
 	pthread_t thr;
+	/* eventfd of this process only (made with the thread): raised with
+	 * stop, so that a close does not wait out the thread's poll */
+	int wake;
 	_Atomic bool stop; /* xsk_free: end now */
 	_Atomic bool orphan; /* the owner's application closed: the thread frees s */
+	/* the thread checked that this process owns the connection (s->mu):
+	 * until then it waits, for a client, touching nothing */
+	bool serving;
+	_Atomic bool done; /* the thread ended (after its take-back) */
 	struct xsk *s;
 };
 
@@ -73,7 +102,21 @@ static void chan_free(struct xsk_relay *r)
 	close_fd(&r->sp0);
 	close_fd(&r->sp1);
 	close_fd(&r->ctl);
+	close_fd(&r->ar);
+	close_fd(&r->aw);
+	close_fd(&r->wake);
 	free(r);
+}
+
+/* This process's thread for r ends now (any thread; s->mu held or not). */
+static void relay_stop(struct xsk_relay *r)
+{
+	uint64_t one = 1;
+
+	atomic_store(&r->stop, true);
+	if (r->wake >= 0 && xsk_real.write(r->wake, &one, sizeof(one)) < 0) {
+		/* (a full counter wakes it anyway) */
+	}
 }
 
 /* The protocol's hooks into this file (struct xsk_relay_hooks, xsk_proto.h),
@@ -95,12 +138,37 @@ void xsk_relay_set_io(xsk_relay_io_fn *io)
 	relay_io = io;
 }
 
-/* fork prepare (s->mu not held, the fd table locked): one more channel. */
+static bool clients_gone(const struct xsk_relay *r);
+
+/* A thread of ours whose clients all ended is taking back what they left
+ * unread: wait for it (bounded), so that the child about to be forked
+ * inherits those bytes (sshd's monitor forks the post-authentication
+ * child as soon as the pre-authentication one has exited). */
+static void settle(struct xsk *s)
+{
+	pid_t me = getpid();
+
+	for (int i = 0; i < 1000; i++) {
+		bool busy = false;
+		xsk_mutex_lock(&s->mu);
+		for (struct xsk_relay *r = s->relay; r && !busy; r = r->next)
+			busy = r->thr_pid == me && r->keep && !atomic_load(&r->done) &&
+			       clients_gone(r);
+		xsk_mutex_unlock(&s->mu);
+		if (!busy)
+			return;
+		usleep(2000);
+	}
+}
+
+/* fork prepare (s->mu not held, the fd table not locked): one more channel. */
 void xsk_relay_fork_prepare(struct xsk *s)
 {
 	struct xsk_relay *r;
 	int sp[2];
 
+	if (s->relay)
+		settle(s);
 	if (s->state != XSK_CONNECTED || s->foreign || s->peer_gone)
 		return;
 	if (xsk_maker_only(s) && s->owner_pid != getpid())
@@ -115,6 +183,7 @@ void xsk_relay_fork_prepare(struct xsk *s)
 	r->sp0 = xsk_fd_keep(sp[0]);
 	r->sp1 = xsk_fd_keep(sp[1]);
 	r->ctl = xsk_fd_keep(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	r->ar = r->aw = r->wake = -1;
 	if (r->ctl < 0) {
 		r->sp0 = r->sp1 = -1;
 		xsk_fd_close(sp[0]);
@@ -122,6 +191,12 @@ void xsk_relay_fork_prepare(struct xsk *s)
 		free(r);
 		return;
 	}
+	if (!xsk_maker_only(s) && pipe2(sp, O_CLOEXEC | O_NONBLOCK) == 0) {
+		r->ar = xsk_fd_keep(sp[0]);
+		r->aw = xsk_fd_keep(sp[1]);
+	}
+	r->side = getpid();
+	r->gen = atomic_load(&xsk_fork_gen) + 1;
 	r->s = s;
 	xsk_proto_set_relay(&relay_hooks);
 	xsk_mutex_lock(&s->mu);
@@ -158,19 +233,121 @@ static bool hup(int fd)
 	return xsk_real.poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
 
+/* No other process can read or write the channel any more. */
+static bool clients_gone(const struct xsk_relay *r)
+{
+	return r->keep ? r->ar < 0 || hup(r->ar) : r->sp0 < 0 || hup(r->sp0);
+}
+
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return xsk_real.poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* A waiting thread (not serving yet) found a client: claim the
+ * connection for this process, as its first use would.  false: another
+ * process owns it, or this process gave it up (xsk_relay_client). */
+static bool relay_claim(struct xsk_relay *r)
+{
+	struct xsk *s = r->s;
+	bool ok;
+
+	xsk_mutex_lock(&s->mu);
+	ok = !atomic_load(&r->stop) && s->state == XSK_CONNECTED && xsk_fork_use(s);
+	r->serving = ok;
+	xsk_mutex_unlock(&s->mu);
+	return ok;
+}
+
+/* Every client ended (r->keep): what they left unread in sp1, then what
+ * the thread held for them (pending), goes back in front of the
+ * connection's input, for whoever reads next, as a kernel socket's
+ * queue would keep it. */
+static void relay_take_back(struct xsk_relay *r, const void *pending, size_t n)
+{
+	struct xsk *s = r->s;
+	char buf[4096], *all = NULL;
+	size_t len = 0;
+	ssize_t k;
+
+	while ((k = xsk_real.recv(r->sp1, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		char *m = realloc(all, len + (size_t)k);
+		if (!m)
+			break;
+		all = m;
+		memcpy(all + len, buf, (size_t)k);
+		len += (size_t)k;
+	}
+	if (n) {
+		char *m = realloc(all, len + n);
+		if (m) {
+			all = m;
+			memcpy(all + len, pending, n);
+			len += n;
+		}
+	}
+	xsk_mutex_lock(&s->mu);
+	if (len && xsk_unread_add(s, all, len) == 0) {
+		xsk_set_ready(s);
+		if (xsk_debug())
+			fprintf(stderr, "libxsock: pid %d: %zu bytes a relayed process left unread "
+					"are the connection's input again\n",
+				(int)getpid(), len);
+	}
+	xsk_mutex_unlock(&s->mu);
+	free(all);
+}
+
 #define RELAY_BUF 65536
+
+/* Until the thread serves (r->serving): a client's first sign (ctl, or
+ * bytes in sp0) makes it claim the connection; the stack is not touched
+ * before that.  1 serving, 0 not yet (it waited), -1 end (no client can
+ * come, or another process owns the connection: a ctl it consumed is
+ * raised again for that process's thread). */
+static int relay_wait_client(struct xsk_relay *r, bool *client)
+{
+	struct pollfd p[4];
+	int n = 0;
+
+	if (*client || readable(r->sp0)) {
+		if (relay_claim(r))
+			return 1;
+		if (*client) {
+			uint64_t one = 1;
+			if (xsk_real.write(r->ctl, &one, sizeof(one)) < 0) {
+				/* (a full counter: its reader sees it anyway) */
+			}
+		}
+		return -1;
+	}
+	if (atomic_load(&r->stop) || r->ar < 0 || hup(r->ar))
+		return -1; /* the child side is gone, never used it */
+	p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
+	p[n++] = (struct pollfd){ .fd = r->sp0, .events = POLLIN };
+	p[n++] = (struct pollfd){ .fd = r->ar, .events = 0 };
+	if (r->wake >= 0)
+		p[n++] = (struct pollfd){ .fd = r->wake, .events = POLLIN };
+	xsk_real.poll(p, (nfds_t)n, 50);
+	return 0;
+}
 
 /* The owner's thread for one channel: the client's bytes to the
  * connection, the connection's to the client (once a client exists and
  * while the application does not read).  Non-blocking on both sides, so
- * that neither direction waits for the other. */
+ * that neither direction waits for the other.  A thread started at fork
+ * in the parent (xsk_relay_fork_side) first waits for a client and claims
+ * the connection then: sshd's monitor never uses the connection while its
+ * sandboxed child does (xsk_tab_sandbox). */
 static void *relay_main(void *arg)
 {
 	struct xsk_relay *r = arg;
 	struct xsk *s = r->s;
 	char *up = malloc(RELAY_BUF), *down = malloc(RELAY_BUF);
 	size_t up_n = 0, up_off = 0, down_n = 0, down_off = 0;
-	bool client = false, up_eof = false, down_eof = false;
+	bool client = false, up_eof = false, down_eof = false, serving;
 	sigset_t all;
 
 	sigfillset(&all);
@@ -179,12 +356,15 @@ static void *relay_main(void *arg)
 	xsk_mutex_lock(&relay_mu);
 	relay_starting--;
 	xsk_mutex_unlock(&relay_mu);
+	xsk_mutex_lock(&s->mu);
+	serving = r->serving;
+	xsk_mutex_unlock(&s->mu);
 	if (!up || !down)
 		goto out;
 	for (;;) {
-		struct pollfd p[6];
+		struct pollfd p[8];
 		int fds[3], n = 0, nw;
-		bool moved = false;
+		bool moved = false, up_idle = false;
 
 		bool orphan = atomic_load(&r->orphan);
 		if (!client && orphan)
@@ -193,16 +373,29 @@ static void *relay_main(void *arg)
 			uint64_t v;
 			client = xsk_real.read(r->ctl, &v, sizeof(v)) == sizeof(v);
 		}
+		if (!serving) {
+			int w = relay_wait_client(r, &client);
+			if (w < 0)
+				goto out;
+			if (!w)
+				continue;
+			serving = true;
+		}
+		/* before the read below: once gone, sp0 holds all they wrote */
+		bool gone = r->keep && clients_gone(r);
 		/* client -> connection */
 		if (!up_n && !up_eof) {
 			ssize_t k = xsk_real.recv(r->sp0, up, RELAY_BUF, MSG_DONTWAIT);
 			if (k > 0) {
 				up_n = (size_t)k;
 				up_off = 0;
-			} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+			} else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+				up_idle = true;
+			} else {
 				up_eof = true;
-				/* EOF without HUP: a client's shutdown(SHUT_WR) */
-				if (!hup(r->sp0))
+				/* EOF without HUP: a client's shutdown(SHUT_WR) (with
+				 * r->keep, sp1 is ours too: always that) */
+				if (r->keep || !hup(r->sp0))
 					relay_io(s, NULL, 0, -1);
 			}
 		}
@@ -217,8 +410,12 @@ static void *relay_main(void *arg)
 				up_eof = true;
 			}
 		}
+		if (gone && !up_n && (up_idle || up_eof)) {
+			relay_take_back(r, down + down_off, down_n);
+			break; /* every client ended */
+		}
 		/* connection -> client */
-		bool want_down = client && !down_eof &&
+		bool want_down = client && !down_eof && !gone &&
 				 (orphan || s->app_read_gen != atomic_load(&xsk_fork_gen));
 		if (want_down && !down_n) {
 			ssize_t k = relay_io(s, down, RELAY_BUF, 0);
@@ -230,7 +427,7 @@ static void *relay_main(void *arg)
 				xsk_real.shutdown(r->sp0, SHUT_WR);
 			}
 		}
-		if (down_n) {
+		if (down_n && !gone) {
 			ssize_t k = xsk_real.send(r->sp0, down + down_off, down_n,
 						  MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (k > 0) {
@@ -242,11 +439,11 @@ static void *relay_main(void *arg)
 				down_eof = true;
 			}
 		}
-		if (up_eof && hup(r->sp0) && !up_n)
+		if (!r->keep && up_eof && hup(r->sp0) && !up_n)
 			break; /* every client closed its copy */
 		if (atomic_load(&r->stop))
 			break;
-		if (moved)
+		if (moved || gone)
 			continue;
 		/* wait: the client's socket, the ctl eventfd, the connection */
 		p[n++] = (struct pollfd){ .fd = r->sp0,
@@ -254,6 +451,10 @@ static void *relay_main(void *arg)
 							    (down_n ? POLLOUT : 0)) };
 		if (!client)
 			p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
+		if (r->keep)
+			p[n++] = (struct pollfd){ .fd = r->ar, .events = 0 };
+		if (r->wake >= 0)
+			p[n++] = (struct pollfd){ .fd = r->wake, .events = POLLIN };
 		xsk_mutex_lock(&s->mu);
 		nw = xsk_wait_fds(s, fds, up_n != 0);
 		xsk_mutex_unlock(&s->mu);
@@ -269,6 +470,9 @@ out:
 	/* the clients see EOF; xsk_free joins and frees */
 	xsk_mutex_lock(&s->mu);
 	close_fd(&r->sp0);
+	if (r->keep)
+		close_fd(&r->sp1);
+	atomic_store(&r->done, true);
 	bool orphan = atomic_load(&r->orphan);
 	xsk_mutex_unlock(&s->mu);
 	if (orphan) {
@@ -285,6 +489,8 @@ static bool relay_start(struct xsk_relay *r)
 {
 	xsk_mutex_lock(&relay_mu);
 	relay_starting++;
+	if (r->wake < 0)
+		r->wake = xsk_fd_keep(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (xsk_thread_start(&r->thr, relay_main, r)) {
 		relay_starting--;
 		xsk_mutex_unlock(&relay_mu);
@@ -306,12 +512,16 @@ static void xsk_relay_owner(struct xsk *s)
 
 	for (struct xsk_relay **pp = &s->relay; *pp;) {
 		struct xsk_relay *r = *pp;
-		close_fd(&r->sp1);
+		/* the parent side keeps sp1 (relay_take_back) while its
+		 * child side holds the channel */
+		r->keep = r->side == me && r->ar >= 0 && r->sp1 >= 0 && r->sp0 >= 0;
+		if (!r->keep)
+			close_fd(&r->sp1);
 		if (r->thr_pid == me) {
 			pp = &r->next;
 			continue;
 		}
-		if (r->sp0 < 0 || hup(r->sp0)) {
+		if (clients_gone(r)) {
 			/* nobody else holds it (the pre-fork server's parent
 			 * closed its copy): no thread */
 			*pp = r->next;
@@ -321,6 +531,7 @@ static void xsk_relay_owner(struct xsk *s)
 		if (xsk_debug())
 			fprintf(stderr, "libxsock: pid %d owns a connection other processes hold: "
 					"their copies are relayed\n", (int)me);
+		r->serving = true;
 		if (!relay_start(r)) {
 			*pp = r->next;
 			chan_free(r);
@@ -328,6 +539,26 @@ static void xsk_relay_owner(struct xsk *s)
 		}
 		pp = &r->next;
 	}
+}
+
+/* After the fork (s->mu not held): the newest channel, made by this fork.
+ * The parent side drops the pipe's write end and starts a thread that
+ * waits for a client (relay_wait_client), so that a child that cannot run
+ * the stack is served even if this process never uses the connection; the
+ * child side drops the pipe's read end. */
+void xsk_relay_fork_side(struct xsk *s, bool parent)
+{
+	unsigned g = atomic_load(&xsk_fork_gen);
+	struct xsk_relay *r;
+
+	xsk_mutex_lock(&s->mu);
+	r = s->relay;
+	if (r && r->gen == g) {
+		close_fd(parent ? &r->aw : &r->ar);
+		if (parent && r->ar >= 0 && !r->thr_pid && !xsk_maker_only(s))
+			relay_start(r);
+	}
+	xsk_mutex_unlock(&s->mu);
 }
 
 /* Another process claimed the connection (s->mu held): drop our sp0s; the
@@ -340,7 +571,12 @@ int xsk_relay_client(struct xsk *s, bool rd)
 	for (struct xsk_relay **pp = &s->relay; *pp;) {
 		struct xsk_relay *r = *pp;
 		if (r->thr_pid == getpid()) {
-			/* our thread serves an older client: it sees EBUSY and ends */
+			/* our thread serves an older client: it sees EBUSY and
+			 * ends; one still waiting for a client ends now, and its
+			 * channel may be ours as a client (the thread closes sp0) */
+			relay_stop(r);
+			if (!keep && !r->serving && r->sp1 >= 0)
+				keep = r;
 			pp = &r->next;
 			continue;
 		}
@@ -360,12 +596,17 @@ int xsk_relay_client(struct xsk *s, bool rd)
 				(int)getpid());
 		return -1;
 	}
-	if (!keep->thr_pid && rd) {
+	if (!keep->announced && rd && keep->thr_pid != -1) {
 		uint64_t one = 1;
 		if (xsk_real.write(keep->ctl, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			return -1;
-		keep->thr_pid = -1; /* announced */
+		keep->announced = true;
+		if (!keep->thr_pid)
+			keep->thr_pid = -1; /* a client's */
 	}
+	/* the write end of the pipe stays open as long as this process
+	 * lives: the fd number the application holds is a dup of sp1 */
+	keep->aw = -1;
 	return keep->sp1;
 }
 
@@ -387,6 +628,8 @@ static bool xsk_relay_orphan(struct xsk *s)
 			keep = NULL; /* (that was the last copy) */
 		} else {
 			atomic_store(&keep->orphan, true);
+			if (keep->thr_pid != me)
+				keep->serving = true;
 			if (keep->thr_pid != me && !relay_start(keep)) {
 				atomic_store(&keep->orphan, false);
 				keep = NULL;
@@ -412,9 +655,11 @@ static void xsk_relay_free(struct xsk *s)
 		if (r->thr_pid != me)
 			continue;
 		/* bounded: a thread with clients still there stops at once */
-		for (int i = 0; i < 400 && r->sp0 >= 0 && hup(r->sp0); i++)
+		for (int i = 0; i < 400 && !atomic_load(&r->done) && r->serving &&
+				clients_gone(r);
+		     i++)
 			usleep(5000);
-		atomic_store(&r->stop, true);
+		relay_stop(r);
 		pthread_join(r->thr, NULL);
 		r->thr_pid = 0;
 	}

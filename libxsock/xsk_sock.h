@@ -273,15 +273,15 @@ int xsk_sock_tcp(struct xsk *s, int op, int level, int name, void *val, socklen_
 /* bytes a read would return now (FIONREAD) */
 static inline int xsk_fionread(const struct xsk *s)
 {
-	return s->state == XSK_CONNECTED && !s->shut_rd ? (int)s->rbytes : 0;
+	return s->state == XSK_CONNECTED && !s->shut_rd ? (int)(s->rbytes + s->unread.n) : 0;
 }
 
 /* A blocking MSG_PEEK under SO_RCVLOWAT: true while fewer than target
  * bytes are buffered and more may come (it waits for the mark). */
 static inline bool xsk_peek_waits(const struct xsk *s, size_t target)
 {
-	return s->state == XSK_CONNECTED && s->rbytes < target && !s->err && !s->peer_shut_wr &&
-	       !s->shut_rd;
+	return s->state == XSK_CONNECTED && s->rbytes + s->unread.n < target && !s->err &&
+	       !s->peer_shut_wr && !s->shut_rd;
 }
 
 /* The application (not a relay thread) reads or polls for input:

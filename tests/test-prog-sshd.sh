@@ -9,8 +9,7 @@
 #   roce   both ends under `xsock-run --iwarp --roce`: the connection
 #          stays the listening sshd's, which relays it to the re-executed
 #          sshd and its children (kernel sockets there): all of it works.
-# Both ends under `xsock-run --iwarp` is tests/test-prog-sshd-iwarp.sh (an
-# expected failure).
+# Both ends under `xsock-run --iwarp` is tests/test-prog-sshd-iwarp.sh.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 . "${XS_TOP_SRCDIR:-.}/tests/xs_sshd_lib.sh"

@@ -41,6 +41,9 @@ enum xsock_plain_why {
 	XSOCK_PLAIN_OTHER, /* the stack could not try (its error, no route) */
 };
 void xsock_priv_plain(int why, const struct sockaddr *peer, socklen_t len);
+/* A system-call sandbox starts in this process (libxsock sees its
+ * setrlimit/prctl): the statistics file is removed now, not at exit. */
+void xsock_priv_sandbox(void);
 
 /* The process's XSOCK_* settings (verbs/xs_settings.h; verbs/xs_config.c),
  * so that each is parsed, and an invalid one said, once per process.

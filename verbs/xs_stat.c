@@ -57,10 +57,24 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static bool stat_gone; /* unlinked already (xsock_priv_sandbox) */
+
 static void stat_unlink(void)
 {
-	if (stat_map)
+	if (stat_map && !stat_gone)
 		unlink(stat_path);
+}
+
+/* A system-call sandbox starts (libxsock's xsk_sandbox.c, before it is
+ * on): the file goes now, its mapping stays, so that exit makes no call
+ * such a sandbox kills the process on (OpenSSH's allows no unlink). */
+XS_EXPORT void xsock_priv_sandbox(void)
+{
+	pthread_mutex_lock(&stat_mu);
+	if (stat_map && !stat_gone)
+		unlink(stat_path);
+	stat_gone = true;
+	pthread_mutex_unlock(&stat_mu);
 }
 
 /* A new file at stat_path holding len octets of init (NULL: zeros), mapped
