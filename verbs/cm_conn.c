@@ -678,7 +678,7 @@ XS_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	if (id->qp)
 		return 0; /* the MPA exchange established it (librdmacm: EINVAL) */
 	if (c->roce)
-		return cm_err(EINVAL); /* no external QP over the IB CM (cm_roce.c) */
+		return cm_roce_establish(c);
 	pthread_mutex_lock(&c->lock);
 	qp = cm_conn_qp(c);
 	if (c->state != CM_RESPONSE || !c->conn || !qp) {

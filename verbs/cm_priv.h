@@ -231,6 +231,12 @@ int cm_roce_listen(struct cm_id *c);
 int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param);
 int cm_roce_reject(struct cm_id *c, const void *pdata, uint8_t len);
 int cm_roce_disconnect(struct cm_id *c);
+/* rdma_establish after CONNECT_RESPONSE (an external QP): the RTU. */
+int cm_roce_establish(struct cm_id *c);
+/* rdma_init_qp_attr's INIT, RTR and RTS on the path the REQ or REP agreed
+ * (a->qp_state is the input); no lock held.  0, or -1 with errno; 1 for
+ * INIT before there is a path (rdma_create_qp: the iWARP attributes). */
+int cm_roce_init_qp_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask);
 /* From rdma_destroy_id: no engine upcall for c after this. */
 void cm_roce_destroy(struct cm_id *c);
 
