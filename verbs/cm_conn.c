@@ -28,7 +28,18 @@
  * carries the agreement (responder_resources = our IRD, initiator_depth = our
  * ORD).  conn_param values of RDMA_MAX_RESP_RES/RDMA_MAX_INIT_DEPTH (0xff)
  * mean the device maximum; any value above XS_MAX_IRD/ORD is capped at it
- * (librdmacm would fail with EINVAL for 129..254; capping is friendlier). */
+ * (librdmacm would fail with EINVAL for 129..254; capping is friendlier).
+ *
+ * External QPs (no rdma_create_qp: the application's own ibv_create_qp,
+ * named by conn_param.qp_num, moved by the application with
+ * rdma_init_qp_attr and ibv_modify_qp): rdma_accept binds the passive side
+ * at once (it is in RTS by then) and queues ESTABLISHED; the active side
+ * gets CONNECT_RESPONSE instead of ESTABLISHED once the MPA Reply is in,
+ * and rdma_establish binds its QP, with no event, as librdmacm's flow over
+ * the IB CM.  Until then the connection is not read (the peer's first
+ * messages wait in the socket).  The kernel's iWARP CM has no
+ * CONNECT_RESPONSE (siw reports ESTABLISHED to a QP the CM cannot know
+ * is ready); rdma-core's test_rdmacm_async_traffic_external_qp needs it. */
 #include "config.h"
 
 #include <errno.h>
@@ -157,7 +168,64 @@ static void cm_established_locked(struct cm_id *c, const struct mpa_agreed *ag,
 	}
 }
 
+struct ibv_qp *cm_conn_qp(struct cm_id *c)
+{
+	if (c->id.qp)
+		return c->id.qp;
+	return c->ext_qpn ? xs_qp_lookup(c->id.verbs, c->ext_qpn) : NULL;
+}
+
+/* The external QP param names for an id without a QP: c->ext_qpn, or
+ * NULL (librdmacm's kernel fails a connect or accept with no QP to
+ * EINVAL).  c->lock held. */
+static struct ibv_qp *cm_ext_qp(struct cm_id *c, const struct rdma_conn_param *param)
+{
+	struct ibv_qp *qp = param && param->qp_num ? xs_qp_lookup(c->id.verbs, param->qp_num) : NULL;
+
+	if (qp)
+		c->ext_qpn = param->qp_num;
+	return qp;
+}
+
 /* ---- rdma_connect --------------------------------------------------------- */
+
+/* The connect succeeded for an id with an external QP (engine thread):
+ * CONNECT_RESPONSE; the CM keeps conn until rdma_establish binds it. */
+static void cm_connect_response(struct cm_id *c, struct xs_conn *conn, const struct mpa_frame *reply)
+{
+	struct sockaddr_storage local, peer;
+	bool have_addrs = c->tp->addrs(conn, &local, &peer) == 0;
+	const struct mpa_agreed *ag = c->tp->agreed(conn);
+	struct cm_event *e;
+	bool dead;
+
+	pthread_mutex_lock(&c->lock);
+	dead = c->destroyed;
+	if (!dead) {
+		if (have_addrs) {
+			c->id.route.addr.src_storage = local;
+			c->id.route.addr.dst_storage = peer;
+		}
+		c->conn = conn;
+		c->conn_owned = true;
+		c->state = CM_RESPONSE;
+		e = cm_ev_new(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+		if (e) {
+			e->ev.param.conn.responder_resources = u8cap(ag->ird);
+			e->ev.param.conn.initiator_depth = u8cap(ag->ord);
+			e->ev.param.conn.qp_num = c->ext_qpn;
+			if (reply)
+				cm_ev_pdata(e, reply->pdata, reply->pdata_len);
+		}
+		cm_queue(c, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (dead) {
+		c->tp->disconnect(conn);
+		c->tp->put(conn);
+	}
+	cm_put(c);
+}
 
 /* The engine's verdict on rdma_connect (engine thread, exactly once). */
 static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const struct mpa_frame *reply)
@@ -173,6 +241,11 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 	pthread_mutex_lock(&c->lock);
 	qp = c->id.qp;
 	dead = c->destroyed;
+	if (!dead && status == 0 && !qp && c->ext_qpn) {
+		pthread_mutex_unlock(&c->lock);
+		cm_connect_response(c, conn, reply);
+		return;
+	}
 	if (dead || (status == 0 && !qp)) {
 
 		if (!dead) {
@@ -250,7 +323,8 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	struct cm_id *c = cm_of(id);
 	struct sockaddr_storage dst, src;
 	struct mpa_prefs prefs;
-	bool have_src;
+	struct ibv_qp *qp;
+	bool have_src, ext;
 	int rc;
 
 	if (!id || !cm_param_ok(param))
@@ -258,12 +332,15 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if (c->roce)
 		return cm_roce_connect(c, param);
 	pthread_mutex_lock(&c->lock);
-	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !id->qp) {
+	c->ext_qpn = 0;
+	qp = id->qp ? id->qp : cm_ext_qp(c, param);
+	ext = !id->qp;
+	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !qp) {
 		pthread_mutex_unlock(&c->lock);
 		return cm_err(EINVAL);
 	}
 	cm_prefs(&prefs, true);
-	xs_qp_read_limits(id->qp, &prefs.ird, &prefs.ord);
+	xs_qp_read_limits(qp, &prefs.ird, &prefs.ord);
 	if (param) {
 		prefs.ird = cm_depth(param->responder_resources, XS_MAX_IRD);
 		prefs.ord = cm_depth(param->initiator_depth, XS_MAX_ORD);
@@ -297,7 +374,7 @@ XS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return cm_err(-rc);
 	}
 	if (c->sync)
-		return cm_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+		return cm_sync_wait(c, ext ? RDMA_CM_EVENT_CONNECT_RESPONSE : RDMA_CM_EVENT_ESTABLISHED);
 	return 0;
 }
 
@@ -523,12 +600,13 @@ XS_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if (c->roce)
 		return cm_roce_accept(c, param);
 	pthread_mutex_lock(&c->lock);
-	if (c->state != CM_REQ || !c->conn || !id->qp) {
+	c->ext_qpn = 0;
+	qp = id->qp ? id->qp : cm_ext_qp(c, param);
+	if (c->state != CM_REQ || !c->conn || !qp) {
 		pthread_mutex_unlock(&c->lock);
 		return cm_err(EINVAL);
 	}
 	conn = c->conn;
-	qp = id->qp;
 	cm_prefs(&prefs, false);
 	if (param) {
 		prefs.ird = cm_depth(param->responder_resources, XS_MAX_IRD);
@@ -599,10 +677,52 @@ XS_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8
 	return rc < 0 ? cm_err(-rc) : 0;
 }
 
+/* The active side of an external QP, after CONNECT_RESPONSE: bind the
+ * QP the application moved to RTS; no event (librdmacm's sends the RTU,
+ * and the passive side has ESTABLISHED already). */
 XS_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
-	/* iWARP connections are established by the MPA exchange itself */
-	(void)id;
+	struct cm_id *c = cm_of(id);
+	struct xs_conn *conn;
+	struct ibv_qp *qp;
+	int rc;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp)
+		return 0; /* the MPA exchange established it (librdmacm: EINVAL) */
+	if (c->roce)
+		return cm_roce_establish(c);
+	pthread_mutex_lock(&c->lock);
+	qp = cm_conn_qp(c);
+	if (c->state != CM_RESPONSE || !c->conn || !qp) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	conn = c->conn;
+	c->state = CM_CONNECTING; /* a close meanwhile: closed_early */
+	c->closed_early = false;
+	pthread_mutex_unlock(&c->lock);
+
+	cm_arm_closed(c, conn);
+	rc = cm_qp_attach(c, qp, conn);
+	pthread_mutex_lock(&c->lock);
+	if (rc) {
+		c->state = CM_FAILED; /* conn stays ours: rdma_destroy_id puts it */
+	} else {
+		c->conn_owned = false; /* the QP holds it now */
+		c->state = CM_CONNECTED;
+		if (c->closed_early && !c->disc_queued) {
+			c->disc_queued = true;
+			c->state = CM_DISCONNECTED;
+			cm_queue_simple(c, RDMA_CM_EVENT_DISCONNECTED, 0);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		c->tp->disconnect(conn);
+		return cm_err(-rc);
+	}
 	return 0;
 }
 
@@ -627,7 +747,9 @@ XS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		return cm_err(EINVAL);
 	}
 	conn = c->conn;
-	qp = id->qp;
+	qp = cm_conn_qp(c);
+	if (!id->qp && (!qp || xs_qp_conn(qp) != conn))
+		conn = NULL; /* the external QP is gone, and its connection with it */
 	c->state = CM_DISCONNECTED;
 	if (!c->disc_queued) {
 		c->disc_queued = true;

@@ -125,7 +125,7 @@ static void cm_destroy(struct cm_id *c)
 	if (conn) {
 		if (st == CM_REQ)
 			c->tp->reject(conn, NULL, 0); /* never answered: refuse it */
-		else if (st == CM_CONNECTED)
+		else if (st == CM_CONNECTED || st == CM_RESPONSE)
 			c->tp->disconnect(conn);
 		c->tp->put(conn); /* no upcall after this */
 	}

@@ -63,6 +63,7 @@ enum cm_state {
 	CM_ROUTE, /* route resolved */
 	CM_LISTEN,
 	CM_CONNECTING, /* rdma_connect issued, waiting for the engine */
+	CM_RESPONSE, /* external QP: CONNECT_RESPONSE out, rdma_establish binds it */
 	CM_REQ, /* passive child: request received, not yet accepted/rejected */
 	CM_ACCEPTING, /* rdma_accept in progress */
 	CM_CONNECTED,
@@ -92,6 +93,11 @@ struct cm_id {
 	 * rdma_disconnect while the QP exists. */
 	struct xs_conn *conn;
 	bool conn_owned;
+	/* An external QP (the application's ibv_create_qp, no id->qp):
+	 * conn_param.qp_num of rdma_connect or rdma_accept, found in the QPN
+	 * table (xs_qp_lookup) whenever it is used, as the application may
+	 * destroy it; 0: none (QPNs 0 and 1 are never given out). */
+	uint32_t ext_qpn;
 	/* passive child: the initiator's numbers from the MPA Request */
 	uint16_t req_ird, req_ord;
 	bool req_enhanced;
@@ -210,6 +216,10 @@ bool cm_sa_is_any(const struct sockaddr *sa);
  * no CM lock held.  0 or -errno. */
 int cm_qp_attach(struct cm_id *c, struct ibv_qp *qp, struct xs_conn *conn);
 
+/* The QP c's connection goes to: id->qp, or the external QP named by
+ * c->ext_qpn while it exists; NULL if neither.  c->lock held. */
+struct ibv_qp *cm_conn_qp(struct cm_id *c);
+
 /* Take a reference for conn's closed callback and install it (DISCONNECTED
  * from then on).  No lock held (takes c->lock, then calls the engine
  * without it); nothing if c is destroyed. */
@@ -224,6 +234,12 @@ int cm_roce_listen(struct cm_id *c);
 int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param);
 int cm_roce_reject(struct cm_id *c, const void *pdata, uint8_t len);
 int cm_roce_disconnect(struct cm_id *c);
+/* rdma_establish after CONNECT_RESPONSE (an external QP): the RTU. */
+int cm_roce_establish(struct cm_id *c);
+/* rdma_init_qp_attr's INIT, RTR and RTS on the path the REQ or REP agreed
+ * (a->qp_state is the input); no lock held.  0, or -1 with errno; 1 for
+ * INIT before there is a path (rdma_create_qp: the iWARP attributes). */
+int cm_roce_init_qp_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask);
 /* From rdma_destroy_id: no engine upcall for c after this. */
 void cm_roce_destroy(struct cm_id *c);
 

@@ -246,6 +246,15 @@ XS_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 	 * QPs need only the access rights (as iw_cm reports); the CM moves
 	 * them to RTS itself. */
 	want = qp_attr->qp_state;
+	/* over the IB CM the path the REQ/REP agreed (an external QP's
+	 * moves); rdma_create_qp asks INIT before there is one */
+	if (c->roce) {
+		int rc = cm_roce_init_qp_attr(c, qp_attr, qp_attr_mask);
+
+		if (rc <= 0)
+			return rc;
+		qp_attr->qp_state = want;
+	}
 	memset(qp_attr, 0, sizeof(*qp_attr));
 	qp_attr->qp_state = want;
 	switch (want) {

@@ -15,6 +15,11 @@
  *     service ID when nobody listens, 10 stale connection), its private data
  *   UNREACHABLE -ETIMEDOUT: the REQ (or the REP) went unanswered
  *   DISCONNECTED 0 (once), TIMEWAIT_EXIT 0 after the time-wait.
+ * External QPs (the application's, named by conn_param.qp_num, moved by it
+ * with rdma_init_qp_attr, which gives the agreed path): the passive side's
+ * is in RTS before rdma_accept sends the REP; the active side gets
+ * CONNECT_RESPONSE on the REP and rdma_establish sends the RTU, as
+ * librdmacm over the kernel's CM.
  * IRD/ORD in events: as on iWARP (cm_conn.c).  Locks: c->lock is never held
  * while calling the MAD engine or ibv_modify_qp; engine callbacks take it. */
 #include "config.h"
@@ -134,53 +139,89 @@ static uint32_t rand24(void)
 	return v & 0xffffff;
 }
 
+/* The attributes of the move to `to` (INIT, RTR, RTS) on the agreed path,
+ * into a and *mask (no CM lock held).  0 or errno. */
+static int path_attr(const struct cm_roce_path *p, enum ibv_qp_state to, struct ibv_qp_attr *a,
+		     int *mask)
+{
+	int idx;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = to;
+	switch (to) {
+	case IBV_QPS_INIT:
+		a->port_num = 1;
+		a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTR:
+		idx = gid_index(&p->local);
+		if (idx < 0)
+			return EADDRNOTAVAIL;
+		a->path_mtu = (enum ibv_mtu)p->mtu;
+		a->dest_qp_num = p->remote_qpn;
+		a->rq_psn = p->local_psn;
+		a->max_dest_rd_atomic = p->ird;
+		a->min_rnr_timer = CM_ROCE_MIN_RNR_TIMER;
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = 1;
+		a->ah_attr.grh.sgid_index = (uint8_t)idx;
+		a->ah_attr.grh.hop_limit = 64;
+		a->ah_attr.grh.flow_label = p->flow_label;
+		gid_of(&p->peer, &a->ah_attr.grh.dgid);
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		return 0;
+	case IBV_QPS_RTS:
+		a->sq_psn = p->remote_psn;
+		a->timeout = p->timeout;
+		a->retry_cnt = p->retry_count;
+		a->rnr_retry = p->rnr_retry;
+		a->max_rd_atomic = p->ord;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
 /* INIT -> RTR -> RTS on the agreed path (no CM lock held).  0 or errno. */
 static int qp_up(struct ibv_qp *qp, const struct cm_roce_path *p)
 {
+	static const enum ibv_qp_state steps[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
 	struct ibv_qp_attr a;
-	int idx = gid_index(&p->local), rc;
+	int mask, rc;
 
-	if (idx < 0)
+	if (gid_index(&p->local) < 0)
 		return EADDRNOTAVAIL;
-	if (qp->state == IBV_QPS_RESET) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_INIT;
-		a.port_num = 1;
-		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-		rc = ibv_modify_qp(qp, &a,
-				   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	for (unsigned i = qp->state == IBV_QPS_RESET ? 0 : 1; i < 3; i++) {
+		rc = path_attr(p, steps[i], &a, &mask);
+		if (!rc)
+			rc = ibv_modify_qp(qp, &a, mask);
 		if (rc)
 			return rc;
 	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = (enum ibv_mtu)p->mtu;
-	a.dest_qp_num = p->remote_qpn;
-	a.rq_psn = p->local_psn;
-	a.max_dest_rd_atomic = p->ird;
-	a.min_rnr_timer = CM_ROCE_MIN_RNR_TIMER;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = (uint8_t)idx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.flow_label = p->flow_label;
-	gid_of(&p->peer, &a.ah_attr.grh.dgid);
-	rc = ibv_modify_qp(qp, &a,
-			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (rc)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = p->remote_psn;
-	a.timeout = p->timeout;
-	a.retry_cnt = p->retry_count;
-	a.rnr_retry = p->rnr_retry;
-	a.max_rd_atomic = p->ord;
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return 0;
+}
+
+int cm_roce_init_qp_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask)
+{
+	struct cm_roce_path p;
+	enum ibv_qp_state to = a->qp_state;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	if (!c->rpath) { /* no REQ or REP yet: no path to give */
+		pthread_mutex_unlock(&c->lock);
+		return to == IBV_QPS_INIT ? 1 : cm_err(EINVAL);
+	}
+	p = *c->rpath;
+	p.timeout = ack_timeout(c);
+	pthread_mutex_unlock(&c->lock);
+	rc = path_attr(&p, to, a, mask);
+	return rc ? cm_err(rc) : 0;
 }
 
 /* ---- events from the MAD engine (engine thread) ----------------------------- */
@@ -219,7 +260,7 @@ static void on_rep(struct cm_id *c, const struct xs_rcm_event *ev)
 
 	pthread_mutex_lock(&c->lock);
 	qp = c->id.qp;
-	if (c->destroyed || c->state != CM_CONNECTING || !qp || !c->rpath) {
+	if (c->destroyed || c->state != CM_CONNECTING || (!qp && !c->ext_qpn) || !c->rpath) {
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
@@ -230,6 +271,22 @@ static void on_rep(struct cm_id *c, const struct xs_rcm_event *ev)
 	if (rep->responder_resources < c->rpath->ord)
 		c->rpath->ord = rep->responder_resources;
 	c->rpath->timeout = ack_timeout(c);
+	if (!qp) {
+		/* an external QP: the application moves it, rdma_establish
+		 * sends the RTU */
+		struct cm_event *e = cm_ev_new(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+
+		if (e) {
+			e->ev.param.conn.responder_resources = rep->initiator_depth;
+			e->ev.param.conn.initiator_depth = rep->responder_resources;
+			e->ev.param.conn.qp_num = c->ext_qpn;
+			cm_ev_pdata(e, rep->pdata, sizeof(rep->pdata));
+		}
+		c->state = CM_RESPONSE;
+		cm_queue(c, e);
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
 	pthread_mutex_unlock(&c->lock);
 	rc = qp_up(qp, c->rpath);
 	pthread_mutex_lock(&c->lock);
@@ -318,6 +375,7 @@ static void on_listen_event(void *ctx, const struct xs_rcm_event *ev)
 	struct cm_roce_path *p = NULL;
 	struct sockaddr_storage src, dst;
 	uint16_t reason = ROCE_CM_REJ_NO_RESOURCES;
+	uint8_t mtu;
 
 	if (ev->type != XS_RCM_EV_REQ)
 		return;
@@ -358,6 +416,15 @@ static void on_listen_event(void *ctx, const struct xs_rcm_event *ev)
 	p->rnr_retry = q->rnr_retry_count;
 	c->req_ird = q->responder_resources;
 	c->req_ord = q->initiator_depth;
+	/* what rdma_init_qp_attr gives an external QP before rdma_accept:
+	 * our PSN, the request's numbers, the path's MTU (accept may change
+	 * all but the PSN for a QP of its own moving) */
+	p->local_psn = rand24();
+	p->ird = u8cap(c->req_ord > XS_MAX_IRD ? XS_MAX_IRD : c->req_ord);
+	p->ord = u8cap(c->req_ird > XS_MAX_ORD ? XS_MAX_ORD : c->req_ird);
+	mtu = path_mtu(&p->peer);
+	if (mtu < p->mtu)
+		p->mtu = mtu;
 	src = *ev->local;
 	xs_sa_set_port((struct sockaddr *)&src,
 		       xs_sa_port((struct sockaddr *)&l->id.route.addr.src_storage));
@@ -398,6 +465,7 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 	struct rdma_cm_id *id = &c->id;
 	struct xs_rcm_req_args *a;
 	struct cm_roce_path *p;
+	struct ibv_qp *qp;
 	struct roce_cma_hdr h;
 	struct xs_rcm *r;
 	uint16_t sport, dport;
@@ -414,7 +482,11 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 		return cm_err(ENOMEM);
 	}
 	pthread_mutex_lock(&c->lock);
-	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !id->qp || c->rcm) {
+	c->ext_qpn = 0;
+	qp = id->qp;
+	if (!qp && param && param->qp_num && (qp = xs_qp_lookup(id->verbs, param->qp_num)))
+		c->ext_qpn = param->qp_num; /* an external QP */
+	if ((c->state != CM_ROUTE && c->state != CM_ADDR) || !qp || c->rcm) {
 		pthread_mutex_unlock(&c->lock);
 		free(a);
 		free(p);
@@ -435,7 +507,7 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 		xs_sa_set_port((struct sockaddr *)&id->route.addr.src_storage, htons(sport));
 	}
 	dport = ntohs(xs_sa_port((struct sockaddr *)&p->peer));
-	xs_qp_read_limits(id->qp, &ird, &ord);
+	xs_qp_read_limits(qp, &ird, &ord);
 	if (param) {
 		ird = depth(param->responder_resources, XS_MAX_IRD);
 		ord = depth(param->initiator_depth, XS_MAX_ORD);
@@ -449,7 +521,7 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 	a->local = p->local;
 	a->peer = p->peer;
 	a->service_id = roce_cm_service_id(dport);
-	a->qpn = id->qp->qp_num;
+	a->qpn = qp->qp_num;
 	a->psn = p->local_psn;
 	a->responder_resources = p->ird;
 	a->initiator_depth = p->ord;
@@ -491,7 +563,26 @@ int cm_roce_connect(struct cm_id *c, const struct rdma_conn_param *param)
 	c->rcm = r;
 	pthread_mutex_unlock(&c->lock);
 	if (c->sync)
-		return cm_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+		return cm_sync_wait(c, c->ext_qpn ? RDMA_CM_EVENT_CONNECT_RESPONSE
+						  : RDMA_CM_EVENT_ESTABLISHED);
+	return 0;
+}
+
+int cm_roce_establish(struct cm_id *c)
+{
+	struct xs_rcm *r;
+
+	pthread_mutex_lock(&c->lock);
+	r = c->rcm;
+	if (c->state != CM_RESPONSE || !r) {
+		pthread_mutex_unlock(&c->lock);
+		return cm_err(EINVAL);
+	}
+	/* ESTABLISHED comes to no one here: librdmacm's active side has
+	 * its CONNECT_RESPONSE; the passive side's comes with the RTU */
+	c->state = CM_CONNECTED;
+	pthread_mutex_unlock(&c->lock);
+	xs_rcm_rtu(r);
 	return 0;
 }
 
@@ -572,6 +663,9 @@ int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param)
 	pthread_mutex_lock(&c->lock);
 	p = c->rpath;
 	qp = c->id.qp;
+	c->ext_qpn = 0;
+	if (!qp && param && param->qp_num && (qp = xs_qp_lookup(c->id.verbs, param->qp_num)))
+		c->ext_qpn = param->qp_num; /* the application moved it already */
 	if (c->state != CM_REQ || !c->rcm || !qp || !p) {
 		pthread_mutex_unlock(&c->lock);
 		return cm_err(EINVAL);
@@ -586,17 +680,26 @@ int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param)
 	/* our ORD no more than the requester's IRD */
 	if (ord > c->req_ird)
 		ord = c->req_ird;
+	if (c->ext_qpn) {
+		uint16_t qird, qord;
+
+		/* the REP promises no more than the QP was given */
+		xs_qp_read_limits(qp, &qird, &qord);
+		if (ird > qird)
+			ird = qird;
+		if (ord > qord)
+			ord = qord;
+	}
 	p->ird = u8cap(ird);
 	p->ord = u8cap(ord);
 	mtu = path_mtu(&p->peer);
 	if (mtu < p->mtu)
 		p->mtu = mtu;
-	p->local_psn = rand24();
 	p->timeout = ack_timeout(c);
 	c->state = CM_ACCEPTING;
 	pthread_mutex_unlock(&c->lock);
 
-	rc = qp_up(qp, p);
+	rc = c->ext_qpn ? 0 : qp_up(qp, p);
 	if (rc) {
 		xs_log("cm: RoCE accept: QP %u not brought up: %s", qp->qp_num, strerror(rc));
 		xs_rcm_reject(c->rcm, ROCE_CM_REJ_NO_QP, NULL, 0);
@@ -649,7 +752,7 @@ int cm_roce_disconnect(struct cm_id *c)
 	struct ibv_qp *qp;
 
 	pthread_mutex_lock(&c->lock);
-	qp = c->id.qp;
+	qp = cm_conn_qp(c);
 	if (c->state == CM_DISCONNECTED) {
 		/* the peer's DREQ came first (answered): the QP still goes to
 		 * ERROR, as librdmacm's rdma_disconnect always moves it */

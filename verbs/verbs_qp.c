@@ -130,6 +130,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	}
 	__atomic_add_fetch(&((struct xs_cq *)a->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&((struct xs_cq *)a->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
+	qp_table_add(q);
 	return &q->qp;
 nomem:
 	if (q) {
@@ -217,6 +218,7 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	/* post_srq_recv kicks the connections of the SRQ's QPs: not this one's
 	 * once it is put (the refill may still run until then: it is the SRQ
 	 * that the caller may not destroy before this returns) */
+	qp_table_del(q); /* the CM finds it by number no more */
 	if (ibqp->srq)
 		xs_srq_detach(ibqp->srq, ibqp);
 	if (c) {
@@ -539,7 +541,9 @@ static int qp_attach(struct ibv_qp *ibqp, const struct xs_transport_ops *tp, str
 		ird = XS_MAX_IRD;
 	if (ord > XS_MAX_ORD)
 		ord = XS_MAX_ORD;
-	if (st != IBV_QPS_RESET && st != IBV_QPS_INIT && st != IBV_QPS_RTR)
+	/* RTS too: an external QP the application moved there itself with
+	 * rdma_init_qp_attr before rdma_accept or rdma_establish */
+	if (st != IBV_QPS_RESET && st != IBV_QPS_INIT && st != IBV_QPS_RTR && st != IBV_QPS_RTS)
 		return -EINVAL;
 	if (qp_conn(q) || q->rx_extra)
 		return -EBUSY;

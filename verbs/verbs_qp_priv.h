@@ -129,7 +129,13 @@ struct xs_qp {
 	struct xs_sqe *sq; /* ring of sq_cap, grown up to sq_max */
 	unsigned sq_head, sq_count, sq_cap, sq_max;
 	unsigned rd_count, ord; /* Reads in the FIFO */
+	struct xs_qp *tbl_next; /* the QPN table's bucket (verbs_qp_table.c) */
 };
+
+/* The QPN table (verbs_qp_table.c): ibv_create_qp adds, ibv_destroy_qp
+ * removes. */
+void qp_table_add(struct xs_qp *q);
+void qp_table_del(struct xs_qp *q);
 
 static inline struct xs_qp *to_xs_qp(struct ibv_qp *qp)
 {

@@ -499,5 +499,9 @@ void xs_qp_read_limits(struct ibv_qp *qp, uint16_t *ird, uint16_t *ord);
 int xs_qp_bind_conn(struct ibv_qp *qp, struct xs_conn *c, const struct mpa_agreed *agreed);
 /* Local disconnect / destroy: move to ERROR and flush every WR. */
 void xs_qp_flush(struct ibv_qp *qp);
+/* The QP numbered qpn on ctx (NULL: any device) while it exists, or NULL:
+ * an external QP named by conn_param.qp_num (verbs_qp_table.c).  Any
+ * thread, no lock of the caller's. */
+struct ibv_qp *xs_qp_lookup(struct ibv_context *ctx, uint32_t qpn);
 
 #endif
