@@ -11,6 +11,7 @@
  *   xsk_epoll.c    epoll_ctl/epoll_wait and the registrations
  *   xsk_stdio.c    fdopen, the standard streams on IWARP sockets
  *   xsk_peer.c     what each destination turned out to be (connect's fallback)
+ *   xsk_plain.c    going plain TCP: a non-blocking connect's probe
  *
  * Every call that takes an fd looks it up in one array (the fd table); an
  * fd that is not an IWARP socket goes straight to libc, so an ordinary

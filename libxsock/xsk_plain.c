@@ -172,8 +172,11 @@ bool xsk_plain_step(int fd, struct xsk *s)
 	xsk_lock(s);
 	int kfd = xsk_probe_fd(s);
 	if (kfd < 0) {
+		/* decided; plain by another thread's call (this one's wait,
+		 * if any, ended on its timeout: its socket is gone) */
+		bool plain = xsk_probe_switching(s);
 		xsk_unlock(s);
-		return false;
+		return plain;
 	}
 	xsk_progress(s);
 	enum xsk_state st = xsk_state(s);

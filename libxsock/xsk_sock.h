@@ -185,6 +185,13 @@ static inline void xsk_set_probe(struct xsk *s, int fd, int64_t deadline)
 	s->probe_deadline = deadline;
 }
 
+/* ... it went plain: the fd numbers are (or are becoming) the kernel
+ * socket's, s is named by none */
+static inline bool xsk_probe_switching(const struct xsk *s)
+{
+	return s->probe_switching;
+}
+
 static inline void xsk_set_probe_switching(struct xsk *s, bool on)
 {
 	s->probe_switching = on;
