@@ -21,9 +21,10 @@
 #     socket's while it connects (checked where the try surely still
 #     runs: the silent server's).
 # Then: an xsock server is still iWARP for a non-blocking connect (no
-# fallback), whichever way the client waits; a port nobody listens on gives ECONNREFUSED through
-# SO_ERROR; and xsock-stat of a live client whose non-blocking connects
-# went plain counts them by reason.
+# fallback), whichever way the client waits; options set while the try
+# runs are the plain socket's; a port nobody listens on gives
+# ECONNREFUSED through SO_ERROR; and xsock-stat of a live client whose
+# non-blocking connects went plain counts them by reason.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "FAIL: no python3 (scripts/install-deps.sh)"; exit 1; }
@@ -112,6 +113,35 @@ done
 sleep 0.1
 if [ "$(grep -c "^$ping" "$tmp/x.log")" != 12 ]; then
     echo "FAIL xsock server: saw $(grep -c "^$ping" "$tmp/x.log") PINGs, not 12"; cat "$tmp/x.log"; fail=1
+fi
+xs_reap "$srv"
+srv=
+
+# options set while the try runs (as an event loop sets TCP_NODELAY right
+# after its connect) are the kernel socket's once it went plain (a silent
+# server: the try surely runs when they are set)
+port=$(xs_free_port)
+env -u LD_PRELOAD python3 "$peer" server silent "$port" "$tmp/o.log" 2>"$tmp/srv.err" &
+srv=$!
+xs_wait_listen "$port" || { echo "FAIL: silent server did not listen"; cat "$tmp/srv.err"; exit 1; }
+out=$(XSOCK_PLAIN_PROBE_MS=300 XSOCK_RULES= XSOCK_CONFIG= timeout 30 "$XS_RUN" --iwarp python3 -c "
+import select, socket
+s = socket.socket()
+s.setblocking(False)
+s.connect_ex(('127.0.0.1', $port))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+p = select.poll()
+p.register(s.fileno(), select.POLLOUT)
+p.poll(10000)
+print(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR),
+      s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0,
+      s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) != 0,
+      s.getsockopt(0x69774152, 1))" 2>&1)
+if [ "$out" = "0 True True 0" ]; then
+    echo "ok   options set during the try: TCP_NODELAY, SO_KEEPALIVE on the plain socket"
+else
+    echo "FAIL options set during the try: $out (want: 0 True True 0)"; fail=1
 fi
 xs_reap "$srv"
 srv=
