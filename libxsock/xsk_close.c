@@ -216,6 +216,8 @@ void xsk_free(struct xsk *s)
 	free(s->unread.buf);
 	if (s->plain_fd >= 0)
 		xsk_real.close(s->plain_fd);
+	if (s->probe_fd >= 0) /* closed while its probe ran */
+		xsk_fd_close(s->probe_fd);
 	if (s->ready_fd >= 0)
 		xsk_fd_close(s->ready_fd);
 	if (s->wake_fd >= 0)

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include "libxsock/xsk_config.h"
@@ -38,6 +37,7 @@ static int place_epfd(int fd, struct xsk *s)
 {
 	int flags = xsk_cloexec(s) ? O_CLOEXEC : 0;
 
+	xsk_ep_unwatch(s);
 	if (xsk_real.dup3(xsk_epfd(s), fd, flags) < 0)
 		return -errno;
 	if (xsk_tab_nfds(s) > 1) {
@@ -146,15 +146,6 @@ static bool peer_not_iwarp(struct xsk *s)
 	return xsk_state(s) == XSK_CLOSED && !xsk_mpa_rejected(s);
 }
 
-/* XSOCK_DEBUG's words for each enum xsock_plain_why. */
-static const char *const plain_why_str[] = {
-	[XSOCK_PLAIN_OCTETS] = "the peer answered octets that are no MPA Reply",
-	[XSOCK_PLAIN_CLOSED] = "the peer closed the connection without an MPA Reply",
-	[XSOCK_PLAIN_SILENT] = "no MPA Reply in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO)",
-	[XSOCK_PLAIN_REMEMBERED] = "a plain TCP server lately",
-	[XSOCK_PLAIN_OTHER] = "the stack cannot connect",
-};
-
 /* Give the socket back to libc and connect it there (s's lock held, and
  * released; the caller's reference dropped).  A connect that goes on
  * counts in the stack's statistics (xsock-stat(1)), the socket being one
@@ -162,9 +153,7 @@ static const char *const plain_why_str[] = {
 static int go_plain(int fd, struct xsk *s, const struct sockaddr *addr, socklen_t len,
 		    enum xsock_plain_why why)
 {
-	if (xsk_debug())
-		fprintf(stderr, "libxsock: fd %d: %s: a plain TCP connection instead\n", fd,
-			plain_why_str[why]);
+	xsk_plain_say(fd, why);
 	xsk_unlock(s);
 	/* the epoll sets that watch fd watch the kernel socket it is again,
 	 * without libxsock's records of them */
@@ -176,9 +165,7 @@ static int go_plain(int fd, struct xsk *s, const struct sockaddr *addr, socklen_
 	int rc = REAL(connect)(fd, addr, len);
 	if (rc == 0 || errno == EINPROGRESS) {
 		int err = errno;
-		const struct xsk_stack *st = xsk_stack();
-		if (st && st->plain)
-			st->plain(why, addr, len);
+		xsk_plain_count(why, addr, len);
 		errno = err;
 	}
 	return rc;
@@ -216,6 +203,38 @@ static bool probe_wait(struct xsk *s, enum xsock_plain_why *why)
 	return false;
 }
 
+/* A non-blocking connect to a destination not known yet: the stack's try
+ * starts, the application's TCP socket is kept aside for the fallback,
+ * and fd holds the inner epoll fd as for any connect in progress (the
+ * probe then goes on in the application's calls: xsk_plain.c).  0, or
+ * -errno with nothing started (fd the TCP socket as it was). */
+static int probe_start(int fd, struct xsk *s, const struct sockaddr *addr, socklen_t len)
+{
+	int kfd = xsk_real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	int rc;
+
+	if (kfd < 0)
+		return -errno;
+	kfd = xsk_fd_keep(kfd); /* a closefrom() of the program's passes it */
+	rc = xsk_make_fds(s);
+	if (!rc)
+		rc = xsk_connect_start(s, addr, len);
+	if (rc) {
+		xsk_fd_close(kfd);
+		return rc;
+	}
+	xsk_set_probe(s, kfd, xsk_now_ms() + (int64_t)xsk_setting_num(XS_SET_PLAIN_PROBE_MS));
+	rc = place_epfd(fd, s);
+	if (rc) {
+		xsk_set_probe(s, -1, 0);
+		xsk_fd_close(kfd);
+		xsk_set_closed(s, false);
+		return rc;
+	}
+	xsk_progress(s);
+	return 0;
+}
+
 XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
@@ -225,6 +244,10 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (s && inet && rules_say_tcp(fd, s, XSK_ROLE_CONNECT, addr)) {
 		xsk_fd_put(s);
+		s = NULL;
+	}
+	if (s && xsk_probing(s) && xsk_plain_step(fd, s)) {
+		xsk_fd_put(s); /* its probe went plain: the kernel's connect says */
 		s = NULL;
 	}
 	if (!s)
@@ -256,13 +279,19 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	bool fallback = xsk_setting_num(XS_SET_PLAIN_PROBE_MS) > 0 && can_fall_back(s);
 	int64_t ttl_ms = (int64_t)xsk_setting_num(XS_SET_PLAIN_TTL_S) * 1000;
 	enum xsk_peer_kind kind = fallback ? xsk_peer_lookup(addr) : XSK_PEER_IWARP;
-	/* a non-blocking connect must not wait for the try (an event loop's
-	 * call would take a round trip, or the probe time): a destination not
-	 * known yet is iWARP's, without a fallback (xsock(7) BUGS) */
-	if (kind == XSK_PEER_UNKNOWN && xsk_nonblock(s))
-		kind = XSK_PEER_IWARP;
 	if (kind == XSK_PEER_PLAIN)
 		return go_plain(fd, s, addr, len, XSOCK_PLAIN_REMEMBERED);
+	/* a non-blocking connect must not wait for the try (an event loop's
+	 * call would take a round trip, or the probe time): it probes while
+	 * the application's calls go on (xsk_plain.c) */
+	if (kind == XSK_PEER_UNKNOWN && xsk_nonblock(s)) {
+		rc = probe_start(fd, s, addr, len);
+		if (!rc) {
+			rc = -EINPROGRESS;
+			goto out;
+		}
+		return go_plain(fd, s, addr, len, XSOCK_PLAIN_OTHER);
+	}
 	if (kind == XSK_PEER_UNKNOWN) {
 		rc = xsk_make_fds(s);
 		if (!rc)

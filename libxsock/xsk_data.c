@@ -204,18 +204,34 @@ ssize_t xsk_relay_io(struct xsk *s, void *buf, size_t n, int dir)
 		     sk_recv(s, &v, 1, MSG_DONTWAIT);
 }
 
-/* A FRESH socket is still the kernel's: pass through. */
-struct xsk *xsk_data_sock(int fd, bool rd)
+/* A FRESH socket is still the kernel's: pass through; so is one whose
+ * probe went plain (a blocking call waits for the probe's end: may_wait). */
+static struct xsk *data_sock(int fd, bool rd, bool may_wait)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 
 	if (s && xsk_has_relay(s) && xsk_relay_take(fd, s, true, rd))
 		return NULL;
+	if (s && xsk_probing(s) &&
+	    (may_wait && !xsk_nonblock(s) ? xsk_plain_settle(fd, s) : xsk_plain_step(fd, s))) {
+		xsk_fd_put(s);
+		return NULL;
+	}
 	if (s && xsk_state(s) == XSK_FRESH) {
 		xsk_fd_put(s);
 		return NULL;
 	}
 	return s;
+}
+
+struct xsk *xsk_data_sock(int fd, bool rd)
+{
+	return data_sock(fd, rd, true);
+}
+
+struct xsk *xsk_poll_sock(int fd, bool rd)
+{
+	return data_sock(fd, rd, false);
 }
 
 XSK_EXPORT ssize_t read(int fd, void *buf, size_t n)

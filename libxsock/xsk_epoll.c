@@ -11,6 +11,14 @@
 #include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_sock.h"
 
+void xsk_ep_unwatch(struct xsk *s)
+{
+	xsk_tab_lock();
+	for (struct xsk_epreg *r = *xsk_regs(s); r; r = r->next_of_sock)
+		xsk_real.epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	xsk_tab_unlock();
+}
+
 void xsk_ep_readd(struct xsk *s)
 {
 	xsk_tab_lock();
@@ -165,6 +173,7 @@ struct ep_snap {
 	epoll_data_t data;
 	bool look; /* look once without a kernel report (r->look) */
 	bool done; /* reported by this call */
+	bool gone; /* its probe went plain: the kernel's socket (xsk_plain.c) */
 };
 
 static uint32_t to_epoll(short rev)
@@ -190,6 +199,11 @@ static uint32_t to_epoll(short rev)
 static uint32_t ep_look(int epfd, struct ep_snap *e, bool reported)
 {
 	struct xsk *s = e->s;
+
+	if (xsk_probing(s) && xsk_plain_step(e->fd, s))
+		e->gone = true; /* its registration is the kernel's now */
+	if (e->gone)
+		return 0;
 	uint32_t want = e->events | EPOLLERR | EPOLLHUP;
 	short ask = (short)(e->events & EPOLLIN ? 0x7fff : 0x7fff & ~POLLIN);
 	uint32_t got = to_epoll(xsk_poll_one(s, ask, true, reported)) & want;
@@ -255,10 +269,25 @@ static int ep_wait_emul_held(int epfd, struct epoll_event *evs, int max, int tim
 		return (int)xsk_fail(ENOMEM);
 	for (;;) {
 		int n = 0;
+		int64_t probe_end = -1; /* the nearest probe's deadline */
+		bool due = false;
 
+		/* probes: each looked at, whatever the kernel reports */
+		for (int i = 0; i < nsnap; i++) {
+			struct ep_snap *e = &snap[i];
+			if (e->gone || !xsk_probing(e->s))
+				continue;
+			if (xsk_plain_step(e->fd, e->s)) {
+				e->gone = true;
+				continue;
+			}
+			if (xsk_probe_fd(e->s) >= 0 &&
+			    (probe_end < 0 || xsk_probe_deadline(e->s) < probe_end))
+				probe_end = xsk_probe_deadline(e->s);
+		}
 		for (int i = 0; i < nsnap && n < max; i++) {
 			struct ep_snap *e = &snap[i];
-			if (!e->events || e->done || xsk_state(e->s) == XSK_FRESH ||
+			if (!e->events || e->done || e->gone || xsk_state(e->s) == XSK_FRESH ||
 			    !(e->look || ep_look_always(e->events)))
 				continue;
 			uint32_t got = ep_look(epfd, e, false);
@@ -269,11 +298,18 @@ static int ep_wait_emul_held(int epfd, struct epoll_event *evs, int max, int tim
 			evs[n].data = e->data;
 			n++;
 		}
-		for (int i = 0; i < nsnap; i++)
+		for (int i = 0; i < nsnap; i++) {
 			snap[i].look = false;
+			due = due || (!snap[i].gone && xsk_plain_due(snap[i].s));
+		}
 		int t = n ? 0 : xsk_remaining(deadline);
+		/* a probe's end decides without news (its silence), or came
+		 * with a look above (no wake-up left) */
+		int kt = due ? 0 : t;
+		if (probe_end >= 0 && (kt < 0 || xsk_remaining(probe_end) < kt))
+			kt = xsk_remaining(probe_end);
 		unsigned held = xsk_sig_open();
-		int k = n < max ? xsk_real.epoll_pwait(epfd, evs + n, max - n, t, mask) : 0;
+		int k = n < max ? xsk_real.epoll_pwait(epfd, evs + n, max - n, kt, mask) : 0;
 		int err = errno;
 		xsk_sig_close(held);
 		errno = err;
@@ -288,7 +324,8 @@ static int ep_wait_emul_held(int epfd, struct epoll_event *evs, int max, int tim
 			uint32_t got = 0;
 			for (int q = 0; q < nsnap; q++) {
 				struct ep_snap *e = &snap[q];
-				if (xsk_state(e->s) == XSK_FRESH || e->data.u64 != evs[i].data.u64)
+				if (e->gone || xsk_state(e->s) == XSK_FRESH ||
+				    e->data.u64 != evs[i].data.u64)
 					continue;
 				ours = true;
 				if (e->events && !e->done && !got && (got = ep_look(epfd, e, true)))

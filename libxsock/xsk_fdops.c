@@ -251,7 +251,7 @@ XSK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (req == FIONBIO && xsk_tab_has(fd))
 		return set_fionbio(fd, arg);
-	s = xsk_data_sock_fn(fd);
+	s = xsk_poll_sock(fd, false);
 	if (!s)
 		return REAL(ioctl)(fd, req, arg);
 	int rc = 0;

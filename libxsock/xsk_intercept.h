@@ -11,6 +11,7 @@
  *   xsk_epoll.c    epoll_ctl/epoll_wait and the registrations
  *   xsk_stdio.c    fdopen, the standard streams on IWARP sockets
  *   xsk_peer.c     what each destination turned out to be (connect's fallback)
+ *   xsk_plain.c    going plain TCP: a non-blocking connect's probe
  *
  * Every call that takes an fd looks it up in one array (the fd table); an
  * fd that is not an IWARP socket goes straight to libc, so an ordinary
@@ -181,6 +182,25 @@ enum xsk_peer_kind xsk_peer_lookup(const struct sockaddr *sa);
  * if the table is busy.  Any thread. */
 void xsk_peer_learn(const struct sockaddr *sa, enum xsk_peer_kind kind, int64_t ttl_ms);
 
+/* ---- going plain TCP (xsk_plain.c) --------------------------------------- */
+
+/* XSOCK_DEBUG's one line for a connect on fd that goes plain, and its
+ * count in the stack's statistics (xsock-stat(1)).  Any thread. */
+void xsk_plain_say(int fd, enum xsock_plain_why why);
+void xsk_plain_count(enum xsock_plain_why why, const struct sockaddr *addr, socklen_t len);
+/* A non-blocking connect's probe on s (xsk_probing): one look, s->mu and
+ * the table lock not held, the caller's reference on s kept.  An xsock
+ * answered: s is its connection from now on; none did: fd (and every
+ * other fd number naming s) is the application's kernel socket again,
+ * connecting, and s is named by none (true: the caller goes to libc).
+ * false too while the try goes on. */
+bool xsk_plain_step(int fd, struct xsk *s);
+/* ... after waiting for the try's end (a blocking call on s). */
+bool xsk_plain_settle(int fd, struct xsk *s);
+/* The try is over, not yet decided: a wait must not sleep (no lock: a
+ * hint).  The deadline to wait to at the most: xsk_probe_deadline. */
+bool xsk_plain_due(const struct xsk *s);
+
 /* ---- addresses (xsk_sockopt.c) ------------------------------------------- */
 
 socklen_t xsk_sa_len(const struct sockaddr_storage *ss);
@@ -196,6 +216,9 @@ void xsk_addr_copy(const struct sockaddr_storage *ss, struct sockaddr *addr, soc
 struct xsk *xsk_data_sock(int fd, bool rd);
 #define xsk_data_sock_fn(fd) \
 	xsk_data_sock(fd, strstr(__func__, "read") || strstr(__func__, "recv"))
+/* ... for a call that never blocks (poll, ioctl): a blocking socket's
+ * probe is not waited for. */
+struct xsk *xsk_poll_sock(int fd, bool rd);
 
 /* ---- poll and epoll (xsk_poll.c, xsk_epoll.c) ---------------------------- */
 
@@ -223,6 +246,11 @@ void xsk_ep_set_unlink_locked(struct xsk_epreg *r);
 /* An epoll set closed: its registrations leave their sockets and go
  * (xsk_fdtab.c; table lock held). */
 void xsk_ep_set_free_locked(struct xsk_epset *ep);
+/* s's fd numbers are about to hold its inner epoll fd while their
+ * original socket stays open (a probe keeps it, listen's stack listens
+ * on it): the kernel's sets forget them, which a close would have done
+ * (takes the table lock). */
+void xsk_ep_unwatch(struct xsk *s);
 /* s's fd number now holds its inner epoll fd: register it again in every
  * set that knew the original socket (takes the table lock). */
 void xsk_ep_readd(struct xsk *s);

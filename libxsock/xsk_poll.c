@@ -57,12 +57,24 @@ static int poll_emul_held(struct pollfd *fds, nfds_t n, int timeout, const sigse
 		return (int)xsk_fail(ENOMEM);
 	}
 	for (nfds_t i = 0; i < n; i++)
-		socks[i] = xsk_data_sock_fn(fds[i].fd);
+		socks[i] = xsk_poll_sock(fds[i].fd, false);
 	for (;;) {
 		int ready = 0;
 		nfds_t nw = 0;
+		int64_t probe_end = -1; /* the nearest probe's deadline */
 
 		for (nfds_t i = 0; i < n; i++) {
+			if (socks[i] && xsk_probing(socks[i])) {
+				if (xsk_plain_step(fds[i].fd, socks[i])) {
+					/* the kernel's socket now: its wait */
+					xsk_fd_put(socks[i]);
+					socks[i] = NULL;
+					continue;
+				}
+				if (xsk_probe_fd(socks[i]) >= 0 &&
+				    (probe_end < 0 || xsk_probe_deadline(socks[i]) < probe_end))
+					probe_end = xsk_probe_deadline(socks[i]);
+			}
 			if (!socks[i])
 				continue;
 			fds[i].revents = xsk_poll_one(socks[i], fds[i].events, false, rx_woke[i]);
@@ -104,10 +116,18 @@ static int poll_emul_held(struct pollfd *fds, nfds_t n, int timeout, const sigse
 			}
 		}
 		int t = ready ? 0 : xsk_remaining(deadline);
-		struct timespec ts = { t / 1000, (long)(t % 1000) * 1000000 };
+		/* a probe's end decides without news on any fd (its silence),
+		 * or came with the look above (no wake-up left) */
+		int kt = t;
+		for (nfds_t i = 0; i < n; i++)
+			if (socks[i] && xsk_plain_due(socks[i]))
+				kt = 0;
+		if (probe_end >= 0 && (kt < 0 || xsk_remaining(probe_end) < kt))
+			kt = xsk_remaining(probe_end);
+		struct timespec ts = { kt / 1000, (long)(kt % 1000) * 1000000 };
 		/* ready with only IWARP sockets: nothing left to ask the kernel */
 		unsigned held = xsk_sig_open();
-		int k = ready && !nw ? 0 : xsk_real.ppoll(w, nw, t < 0 ? NULL : &ts, mask);
+		int k = ready && !nw ? 0 : xsk_real.ppoll(w, nw, kt < 0 ? NULL : &ts, mask);
 		int e = errno;
 		xsk_sig_close(held);
 		for (nfds_t i = 0; i < n; i++) {
@@ -175,7 +195,7 @@ static bool any_iwarp_pollfd(const struct pollfd *fds, nfds_t n)
 	for (nfds_t i = 0; i < n; i++) {
 		/* NULL: still the kernel's, or now the relay's kernel socket */
 		struct xsk *s = xsk_tab_has(fds[i].fd) ?
-					xsk_data_sock(fds[i].fd, fds[i].events & POLLIN) : NULL;
+					xsk_poll_sock(fds[i].fd, fds[i].events & POLLIN) : NULL;
 		if (s) {
 			xsk_fd_put(s);
 			return true;
@@ -227,7 +247,7 @@ static bool any_iwarp_fdset(int nfds, fd_set *r, fd_set *w, fd_set *e)
 		    !((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))))
 			continue;
 		/* NULL: still the kernel's, or now the relay's kernel socket */
-		s = xsk_data_sock(fd, r && FD_ISSET(fd, r));
+		s = xsk_poll_sock(fd, r && FD_ISSET(fd, r));
 		if (s) {
 			xsk_fd_put(s);
 			return true;

@@ -325,6 +325,14 @@ struct xsk {
 	/* ... and otherwise, why it failed if it goes plain TCP instead
 	 * (enum xsock_plain_why, set with the failure by xsk_cm.c) */
 	uint8_t plain_why;
+	/* a non-blocking connect to a destination not known yet (xsk_plain.c):
+	 * the application's own TCP socket, kept aside (xsk_fd_keep) while
+	 * the stack tries MPA on a connection of its own, or -1; when the try
+	 * is given up (xsk_now_ms); and a call making the fd that kernel
+	 * socket again (no events meanwhile) */
+	int probe_fd;
+	int64_t probe_deadline;
+	bool probe_switching;
 
 	/* listeners: the service thread answers connection requests */
 	struct xsk *svc_next;

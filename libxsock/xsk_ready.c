@@ -78,6 +78,10 @@ short xsk_revents(struct xsk *s)
 {
 	short r = 0;
 
+	/* a probe not decided yet (xsk_plain.c): a connect in progress,
+	 * whatever the stack's try came to */
+	if (s->probe_fd >= 0 || s->probe_switching)
+		return 0;
 	switch (s->state) {
 	case XSK_FRESH:
 	case XSK_CONNECTING:

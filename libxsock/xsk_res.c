@@ -42,6 +42,7 @@ struct xsk *xsk_new(int family)
 	s->owner_pid = getpid();
 	s->epfd = -1;
 	s->plain_fd = -1;
+	s->probe_fd = -1;
 	s->ready_fd = -1;
 	s->wake_fd = -1;
 	s->rxw_fd = -1;

@@ -49,6 +49,13 @@ static inline void xsk_set_closed(struct xsk *s, bool clear_err)
 		s->err = 0;
 }
 
+/* ... with err pending (SO_ERROR, positive errno) */
+static inline void xsk_set_failed(struct xsk *s, int err)
+{
+	s->state = XSK_CLOSED;
+	s->err = err;
+}
+
 /* The pending error (SO_ERROR, positive errno or 0), cleared. */
 static inline int xsk_take_err(struct xsk *s)
 {
@@ -157,6 +164,42 @@ static inline int xsk_take_plain_fd(struct xsk *s)
 
 	s->plain_fd = -1;
 	return fd;
+}
+
+/* A non-blocking connect's probe (xsk_plain.c): the application's TCP
+ * socket kept aside, or -1; when the try is given up.  xsk_probing: not
+ * decided yet (also no lock: a hint). */
+static inline int xsk_probe_fd(const struct xsk *s)
+{
+	return s->probe_fd;
+}
+
+static inline int64_t xsk_probe_deadline(const struct xsk *s)
+{
+	return s->probe_deadline;
+}
+
+static inline void xsk_set_probe(struct xsk *s, int fd, int64_t deadline)
+{
+	s->probe_fd = fd;
+	s->probe_deadline = deadline;
+}
+
+/* ... it went plain: the fd numbers are (or are becoming) the kernel
+ * socket's, s is named by none */
+static inline bool xsk_probe_switching(const struct xsk *s)
+{
+	return s->probe_switching;
+}
+
+static inline void xsk_set_probe_switching(struct xsk *s, bool on)
+{
+	s->probe_switching = on;
+}
+
+static inline bool xsk_probing(const struct xsk *s)
+{
+	return s->probe_fd >= 0 || s->probe_switching;
 }
 
 /* the fd table's file for s (xsk_fdtab.c: set once, under its lock) */

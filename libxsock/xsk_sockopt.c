@@ -319,6 +319,10 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int v = 0;
 
+	if (s && xsk_probing(s) && xsk_plain_step(fd, s)) {
+		xsk_fd_put(s); /* its probe went plain: the kernel's socket */
+		s = NULL;
+	}
 	if (level == SOL_IWARP) {
 		if (name != IWARP_MODE) {
 			if (s)

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The plain servers and the client of tests/test-xsock-plain.sh.
 #
-#   xsock-plain-peer.py server KIND PORT LOG
-#       a plain TCP server on 127.0.0.1:PORT; per connection it logs the
+#   xsock-plain-peer.py server KIND PORT[,PORT...] LOG
+#       a plain TCP server on 127.0.0.1:PORT (each); per connection it logs the
 #       first 16 octets it got (hex) to LOG, answers "PONG\n" to a line
 #       that holds PING, and to anything else as KIND says:
 #         echo    echoes it (a server that waits for the client to speak)
@@ -16,11 +16,16 @@
 #   xsock-plain-peer.py client PORT WAIT N
 #       N connections in a row, each: connect (WAIT: block, or non-blocking
 #       then select, poll, epoll, epollet, epollpre (registered before the
-#       connect), readnow (a blocking recv at once)), "PING i\n", wait for
-#       "PONG"; prints one line per connection with the socket's IWARP_MODE
-#       and the connect's duration.  Exit 0 when every one got its PONG.
-#   xsock-plain-peer.py stay PORT,PORT,... READY
-#       one blocking connection to each port in turn, each "PING" and its
+#       connect), epollpreet (the same, EPOLLET), readnow (a blocking send
+#       and recv at once), writenow (a non-blocking send and recv at once:
+#       EAGAIN while it connects, as a kernel socket's, then poll)),
+#       "PING i\n", wait for "PONG"; prints one line per connection with
+#       the socket's IWARP_MODE after the exchange and the connect's
+#       duration (writenow: and what the early calls gave).  Exit 0 when
+#       every one got its PONG.
+#   xsock-plain-peer.py stay PORT,PORT,... READY [WAIT]
+#       one connection (WAIT as above: block, or poll) to each port in
+#       turn, each "PING" and its
 #       "PONG" (kept open); then writes its pid and "ready" (or
 #       "failed") to READY and sleeps until READY is gone (at most 60 s),
 #       so that xsock-stat sees a live process whose connects went plain.
@@ -35,11 +40,14 @@ import time
 SOL_IWARP, IWARP_MODE = 0x69774152, 1
 
 
-def serve(kind, port, log):
-    lst = socket.socket()
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind(("127.0.0.1", port))
-    lst.listen(64)
+def serve(kind, ports, log):
+    lsts = []
+    for port in ports:
+        lst = socket.socket()
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lst.bind(("127.0.0.1", port))
+        lst.listen(64)
+        lsts.append(lst)
     lock = threading.Lock()
 
     def conn(c):
@@ -68,13 +76,20 @@ def serve(kind, port, log):
             pass
         c.close()
 
-    while True:
-        c, _ = lst.accept()
-        threading.Thread(target=conn, args=(c,), daemon=True).start()
+    def accepter(lst):
+        while True:
+            c, _ = lst.accept()
+            threading.Thread(target=conn, args=(c,), daemon=True).start()
+
+    for lst in lsts[1:]:
+        threading.Thread(target=accepter, args=(lst,), daemon=True).start()
+    accepter(lsts[0])
 
 
 def wait_connected(s, how):
     fd = s.fileno()
+    if how == "writenow":
+        how = "poll"
     if how == "select":
         _, w, _ = select.select([], [fd], [], 10)
         ok = bool(w)
@@ -113,13 +128,26 @@ def client(port, how, n):
         ep = None
         if how != "block":
             s.setblocking(False)
-        if how == "epollpre":
+        if how in ("epollpre", "epollpreet"):
             ep = select.epoll()
-            ep.register(s.fileno(), select.EPOLLOUT | select.EPOLLIN)
+            ep.register(s.fileno(), select.EPOLLOUT | select.EPOLLIN |
+                        (select.EPOLLET if how == "epollpreet" else 0))
         try:
             s.connect(("127.0.0.1", port))
         except BlockingIOError:
             pass
+        early, sent, got = "", False, b""
+        if how == "writenow":
+            try:
+                sent = s.send(b"PING %d\n" % i) > 0
+                early = " early send %d" % sent
+            except BlockingIOError:
+                early = " early send EAGAIN"
+            try:
+                got = s.recv(100)
+                early += " recv %d" % len(got)
+            except BlockingIOError:
+                early += " recv EAGAIN"
         if ep:
             if not ep.poll(10):
                 print("conn %d: the epoll set saw nothing" % i)
@@ -128,26 +156,40 @@ def client(port, how, n):
             wait_connected(s, how)
         dt = (time.monotonic() - t0) * 1000
         err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        mode = s.getsockopt(SOL_IWARP, IWARP_MODE)
         s.setblocking(True)
         s.settimeout(10)
-        # "readnow" waited for nothing: its first recv is the wait
-        got = ping_pong(s, b"PING %d\n" % i)
+        # "readnow" waited for nothing: its first send is the wait
+        if b"PONG" not in got:
+            got += ping_pong(s, b"" if sent else b"PING %d\n" % i)
+        # (after the exchange: a probe that is not decided yet reads 1)
+        mode = s.getsockopt(SOL_IWARP, IWARP_MODE)
         if ep:
             ep.close()
         s.close()
         good = err == 0 and b"PONG" in got
         ok += good
-        print("conn %d: %s iwarp_mode %d connect %.2f ms" % (i, "ok" if good else "FAILED", mode, dt))
+        print("conn %d: %s iwarp_mode %d%s connect %.2f ms" %
+              (i, "ok" if good else "FAILED (SO_ERROR %d)" % err, mode, early, dt))
     return 0 if ok == n else 1
 
 
-def stay(ports, ready):
+def stay(ports, ready, how):
     socks, ok = [], True
     for port in ports:
-        s = socket.socket()  # blocking: a non-blocking first connect
-        try:                  # does not fall back (xsock(7) BUGS)
-            s.connect(("127.0.0.1", port))
+        s = socket.socket()
+        try:
+            if how == "block":
+                s.connect(("127.0.0.1", port))
+            else:
+                s.setblocking(False)
+                try:
+                    s.connect(("127.0.0.1", port))
+                except BlockingIOError:
+                    pass
+                wait_connected(s, how)
+                err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    raise OSError(err, os.strerror(err))
             s.settimeout(10)
             ok = ok and b"PONG" in ping_pong(s, b"PING\n")
         except OSError as e:
@@ -165,8 +207,9 @@ def stay(ports, ready):
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        serve(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        serve(sys.argv[2], [int(p) for p in sys.argv[3].split(",")], sys.argv[4])
     elif sys.argv[1] == "stay":
-        sys.exit(stay([int(p) for p in sys.argv[2].split(",")], sys.argv[3]))
+        sys.exit(stay([int(p) for p in sys.argv[2].split(",")], sys.argv[3],
+                      sys.argv[4] if len(sys.argv) > 4 else "block"))
     else:
         sys.exit(client(int(sys.argv[2]), sys.argv[3], int(sys.argv[4])))
