@@ -30,6 +30,12 @@
 #include "verbs/xs_priv_abi.h"
 
 #define XSK_EXPORT __attribute__((visibility("default")))
+/* A sanitizer's runtime calls sigaction and setrlimit while it starts,
+ * before it can run instrumented code (TSan faults in its function-entry
+ * hook): the interposed calls it makes are not instrumented, and reach
+ * instrumented code only once libxsock's constructors ran (sigaction) or
+ * for what no runtime sets (RLIMIT_NOFILE, PR_SET_SECCOMP). */
+#define XSK_UNINSTRUMENTED __attribute__((no_sanitize("thread", "address", "undefined")))
 
 /* ---- real calls (xsk_real.c) ------------------------------------------------ */
 

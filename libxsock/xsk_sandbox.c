@@ -47,37 +47,40 @@ static void nofile_lowered(pid_t pid, int res, const struct rlimit *rl)
 		xsk_tab_sandbox();
 }
 
-static int sys_prlimit(pid_t pid, int res, const struct rlimit *rl, struct rlimit *old)
+/* (XSK_UNINSTRUMENTED: a sanitizer sets RLIMIT_CORE as it starts) */
+XSK_UNINSTRUMENTED static int sys_prlimit(pid_t pid, int res, const struct rlimit *rl, struct rlimit *old)
 {
 	return (int)syscall(SYS_prlimit64, pid, res, rl, old);
 }
 
-XSK_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl)
+XSK_EXPORT XSK_UNINSTRUMENTED int setrlimit(__rlimit_resource_t res, const struct rlimit *rl)
 {
-	nofile_lowered(0, (int)res, rl);
+	if (res == RLIMIT_NOFILE)
+		nofile_lowered(0, (int)res, rl);
 	return sys_prlimit(0, (int)res, rl, NULL);
 }
 
-XSK_EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
+XSK_EXPORT XSK_UNINSTRUMENTED int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
 {
 	_Static_assert(sizeof(struct rlimit64) == sizeof(struct rlimit), "64-bit rlimit");
 	return setrlimit(res, (const struct rlimit *)rl);
 }
 
-XSK_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *rl,
-		       struct rlimit *old)
+XSK_EXPORT XSK_UNINSTRUMENTED int prlimit(pid_t pid, __rlimit_resource_t res,
+					  const struct rlimit *rl, struct rlimit *old)
 {
-	nofile_lowered(pid, (int)res, rl);
+	if (res == RLIMIT_NOFILE)
+		nofile_lowered(pid, (int)res, rl);
 	return sys_prlimit(pid, (int)res, rl, old);
 }
 
-XSK_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *rl,
+XSK_EXPORT XSK_UNINSTRUMENTED int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *rl,
 			 struct rlimit64 *old)
 {
 	return prlimit(pid, res, (const struct rlimit *)rl, (struct rlimit *)old);
 }
 
-XSK_EXPORT int prctl(int option, ...)
+XSK_EXPORT XSK_UNINSTRUMENTED int prctl(int option, ...)
 {
 	unsigned long a[4];
 	va_list ap;

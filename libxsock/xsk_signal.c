@@ -101,9 +101,12 @@ static void sig_init_once(void)
 	}
 }
 
+static _Atomic bool sig_ready; /* the constructor below ran */
+
 __attribute__((constructor)) static void xsk_sig_ctor(void)
 {
 	pthread_once(&sig_once, sig_init_once);
+	atomic_store(&sig_ready, true);
 }
 
 /* A handler that may wait for the thread's last unlock: not a fault the
@@ -266,7 +269,23 @@ static bool is_handler(const struct sigaction *act)
 	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
 }
 
-XSK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+static int sigaction_held(int sig, const struct sigaction *act, struct sigaction *oldact);
+
+/* Before libxsock's constructors only a sanitizer's runtime starting (its
+ * own fault handlers): libc's, with nothing kept, found without
+ * pthread_once (one thread runs yet). */
+XSK_EXPORT XSK_UNINSTRUMENTED int sigaction(int sig, const struct sigaction *act,
+					     struct sigaction *oldact)
+{
+	if (!atomic_load(&sig_ready)) {
+		if (!real_sigaction)
+			*(void **)&real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+		return real_sigaction(sig, act, oldact);
+	}
+	return sigaction_held(sig, act, oldact);
+}
+
+static int sigaction_held(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
 	struct sigaction k, kold;
 	sigset_t omask;
@@ -324,7 +343,8 @@ XSK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 
 /* glibc exports the same function under this name too. */
 XSK_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *oldact);
-XSK_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+XSK_EXPORT XSK_UNINSTRUMENTED int __sigaction(int sig, const struct sigaction *act,
+					       struct sigaction *oldact)
 {
 	return sigaction(sig, act, oldact);
 }

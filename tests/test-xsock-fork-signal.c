@@ -210,8 +210,13 @@ static void reap(pid_t client_pid, int *bad)
 			continue;
 		}
 		atomic_fetch_add(&reaped, 1);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (!*bad)
+				fprintf(stderr, "child %d: %s %d\n", (int)p,
+					WIFEXITED(st) ? "exit" : "signal",
+					WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 			(*bad)++;
+		}
 	}
 }
 

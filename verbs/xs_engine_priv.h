@@ -299,7 +299,9 @@ struct xs_listener {
 	 * process uses it (xs_fork_claim_listener) */
 	struct xs_listener *all_next, *all_prev;
 	bool poll_armed;
-	bool fork_dormant;
+	/* set under xs_eng.mu by the process's fork handlers, read by the
+	 * engine thread as a listener's poll completes */
+	_Atomic bool fork_dormant;
 	bool forked; /* another process may hold the socket: never shutdown() */
 	_Atomic bool accepted; /* it took a connection (xs_spare.c) */
 	bool spared; /* closed, its socket kept by xs_spare.c: no shutdown() */
