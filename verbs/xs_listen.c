@@ -118,6 +118,17 @@ void xs_listener_close(struct xs_listener *l)
 	l->closing = true;
 	if (!xs_eng_on_thread)
 		pthread_mutex_unlock(&l->mu);
+	/* a forked child's copy (a pre-fork server's worker, a postgres
+	 * backend) with no engine of its own started: nothing of it is armed
+	 * here and its socket is shared (no shutdown), so its own reference
+	 * goes now, without a thread and a ring made only for this close */
+	pthread_mutex_lock(&xs_eng.mu);
+	bool engine_less = l->forked && !xs_eng.started && !l->poll_armed;
+	pthread_mutex_unlock(&xs_eng.mu);
+	if (engine_less) {
+		xs_eng_listener_unref(l);
+		return;
+	}
 	/* the engine closes and frees it once no connection refers to it */
 	xs_eng_get();
 	/* a listener that took a connection keeps its socket a while for a
