@@ -66,19 +66,6 @@ static void client_free(struct side *c)
 	rdma_destroy_event_channel(ch);
 }
 
-static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 2000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n == 1)
-			return true;
-		if (n < 0)
-			return false;
-		usleep(1000);
-	}
-	return false;
-}
 
 static void test_accept_and_send(void)
 {
@@ -143,8 +130,8 @@ static void test_accept_and_send(void)
 				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_s;
 	struct ibv_wc wc;
 	CHECK(ibv_post_send(c.id->qp, &swr, &bad_s) == 0);
-	CHECK(poll_one(c.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
-	CHECK(poll_one(s.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7 &&
+	CHECK(cm_poll_one(c.cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
+	CHECK(cm_poll_one(s.cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7 &&
 	      wc.byte_len == 16);
 	CHECK(strcmp(s.buf, "ping over xsock") == 0);
 

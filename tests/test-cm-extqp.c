@@ -87,25 +87,12 @@ static void post_send(struct side *s, const char *msg, uint64_t wr_id)
 	CHECK(ibv_post_send(s->qp, &wr, &bad) == 0);
 }
 
-static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 3000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n == 1)
-			return true;
-		if (n < 0)
-			return false;
-		usleep(1000);
-	}
-	return false;
-}
 
 static void expect_wc(struct side *s, uint64_t wr_id, const char *what)
 {
 	struct ibv_wc wc;
 
-	if (!poll_one(s->cq, &wc)) {
+	if (!cm_poll_one(s->cq, &wc, 3000)) {
 		fprintf(stderr, "%s: no completion\n", what);
 		xs_test_failures++;
 		return;

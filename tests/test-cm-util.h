@@ -19,6 +19,22 @@
 #include "tests/xs_test.h"
 #include "verbs/xs_stat_shm.h"
 
+/* One completion of cq within ms (polled each millisecond): true with *wc
+ * filled; false on timeout or a poll error. */
+static inline bool cm_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n == 1)
+			return true;
+		if (n < 0)
+			return false;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* Is the channel's fd readable within ms? */
 static inline bool cm_readable(struct rdma_event_channel *ch, int ms)
 {

@@ -41,18 +41,6 @@ static void free_side(struct side *s)
 	rdma_destroy_id(s->id);
 }
 
-static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 3000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-		if (n == 1)
-			return true;
-		if (n < 0)
-			return false;
-		usleep(1000);
-	}
-	return false;
-}
 
 static int post_recv(struct side *s, uint64_t id)
 {
@@ -81,8 +69,8 @@ static void exchange(struct side *from, struct side *to, const char *msg)
 
 	CHECK(post_recv(to, 1) == 0);
 	CHECK(post_send(from, msg, 2) == 0);
-	CHECK(poll_one(from->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
-	CHECK(poll_one(to->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
+	CHECK(cm_poll_one(from->cq, &wc, 3000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
+	CHECK(cm_poll_one(to->cq, &wc, 3000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
 	CHECK(strcmp(to->buf, msg) == 0);
 }
 
@@ -128,8 +116,8 @@ int main(void)
 		_exit(0);
 	CHECK(wait_child(pid) == 0);
 	CHECK(post_send(&c, "after child 1", 2) == 0);
-	CHECK(poll_one(c.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
-	CHECK(poll_one(s.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
+	CHECK(cm_poll_one(c.cq, &wc, 3000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
+	CHECK(cm_poll_one(s.cq, &wc, 3000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
 	CHECK(strcmp(s.buf, "after child 1") == 0);
 	exchange(&s, &c, "back after child 1");
 
@@ -171,18 +159,18 @@ int main(void)
 		char b;
 		close(pfd[1]);
 		CHECK(post_send(&c, "from the child", 2) == 0);
-		CHECK(poll_one(c.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
+		CHECK(cm_poll_one(c.cq, &wc, 3000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
 		if (read(pfd[0], &b, 1) != 1) /* the parent has checked */
 			xs_test_failures++;
 		_exit(xs_test_result());
 	}
 	close(pfd[0]);
 	CHECK(post_recv(&s, 1) == 0);
-	CHECK(poll_one(s.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
+	CHECK(cm_poll_one(s.cq, &wc, 3000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
 	CHECK(strcmp(s.buf, "from the child") == 0);
 	/* the copy is not ours: the WR flushes, and nothing reaches the peer */
 	CHECK(post_send(&c, "parent", 3) == 0);
-	CHECK(poll_one(c.cq, &wc) && wc.wr_id == 3 && wc.status == IBV_WC_WR_FLUSH_ERR);
+	CHECK(cm_poll_one(c.cq, &wc, 3000) && wc.wr_id == 3 && wc.status == IBV_WC_WR_FLUSH_ERR);
 	CHECK(write(pfd[1], "x", 1) == 1);
 	close(pfd[1]);
 	CHECK(wait_child(pid) == 0);

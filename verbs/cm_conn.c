@@ -189,12 +189,22 @@ static struct ibv_qp *cm_ext_qp(struct cm_id *c, const struct rdma_conn_param *p
 
 /* ---- rdma_connect --------------------------------------------------------- */
 
+/* The connection's TCP addresses become the id's route, where the
+ * transport has them (c->lock held, or c not shared yet). */
+static void cm_route_from_conn(struct cm_id *c, struct xs_conn *conn)
+{
+	struct sockaddr_storage local, peer;
+
+	if (c->tp->addrs(conn, &local, &peer) == 0) {
+		c->id.route.addr.src_storage = local;
+		c->id.route.addr.dst_storage = peer;
+	}
+}
+
 /* The connect succeeded for an id with an external QP (engine thread):
  * CONNECT_RESPONSE; the CM keeps conn until rdma_establish binds it. */
 static void cm_connect_response(struct cm_id *c, struct xs_conn *conn, const struct mpa_frame *reply)
 {
-	struct sockaddr_storage local, peer;
-	bool have_addrs = c->tp->addrs(conn, &local, &peer) == 0;
 	const struct mpa_agreed *ag = c->tp->agreed(conn);
 	struct cm_event *e;
 	bool dead;
@@ -202,10 +212,7 @@ static void cm_connect_response(struct cm_id *c, struct xs_conn *conn, const str
 	pthread_mutex_lock(&c->lock);
 	dead = c->destroyed;
 	if (!dead) {
-		if (have_addrs) {
-			c->id.route.addr.src_storage = local;
-			c->id.route.addr.dst_storage = peer;
-		}
+		cm_route_from_conn(c, conn);
 		c->conn = conn;
 		c->conn_owned = true;
 		c->state = CM_RESPONSE;
@@ -231,9 +238,8 @@ static void cm_connect_response(struct cm_id *c, struct xs_conn *conn, const str
 static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const struct mpa_frame *reply)
 {
 	struct cm_id *c = ctx;
-	struct sockaddr_storage local, peer;
 	struct ibv_qp *qp;
-	bool dead, have_addrs;
+	bool dead;
 	int rc;
 
 	if (status)
@@ -292,14 +298,10 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 	 * puts a connection the QP took over. */
 	cm_arm_closed(c, conn);
 	rc = cm_qp_attach(c, qp, conn);
-	have_addrs = c->tp->addrs(conn, &local, &peer) == 0;
 	pthread_mutex_lock(&c->lock);
 	dead = c->destroyed;
 	if (!dead) {
-		if (have_addrs) {
-			c->id.route.addr.src_storage = local;
-			c->id.route.addr.dst_storage = peer;
-		}
+		cm_route_from_conn(c, conn);
 		c->conn = conn;
 		c->conn_owned = rc != 0; /* bound: the QP holds it */
 		if (rc) {
@@ -386,7 +388,6 @@ static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame
 	struct cm_id *l = ctx;
 	struct cm_id *c = NULL;
 	struct cm_event *e = NULL;
-	struct sockaddr_storage local, peer;
 
 	pthread_mutex_lock(&l->lock);
 	if (l->destroyed || l->state != CM_LISTEN)
@@ -409,10 +410,7 @@ static void cm_accept_cb(void *ctx, struct xs_conn *conn, const struct mpa_frame
 	 * mpa_prefs_default) rather than siw's 0/0 that breaks Read */
 	c->req_ird = c->req_enhanced ? req->ird : 1;
 	c->req_ord = c->req_enhanced ? req->ord : 1;
-	if (c->tp->addrs(conn, &local, &peer) == 0) {
-		c->id.route.addr.src_storage = local;
-		c->id.route.addr.dst_storage = peer;
-	}
+	cm_route_from_conn(c, conn);
 	e->ev.listen_id = &l->id;
 	/* as the acceptor should use them: our IRD covers the peer's ORD */
 	e->ev.param.conn.responder_resources = u8cap(c->req_ord);
