@@ -9,13 +9,20 @@
 #     its own (tests/test-xsock-stat passes), the planted one stays empty;
 #   - xsock-stat refuses such a file, and a symbolic link by that name;
 #   - scripts/free-port.py refuses a reservation folder that is a link
-#     or is not the user's own, and makes its own with mode 0700.
+#     or is not the user's own, and makes its own with mode 0700;
+#   - a set-user-ID program reads no XSOCK_* setting (its invoker's
+#     XSOCK_STAT_LOG would be a file it appends to, XSOCK_EXEC_FD state it
+#     adopts): as root, a set-user-ID root copy of tests/
+#     xsock-settings-dump run by nobody shows the defaults.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "FAIL: no python3 (scripts/install-deps.sh)"; exit 1; }
 stat_test=${XS_TOP_BUILDDIR:-.}/tests/test-xsock-stat
 xstat=${XS_TOP_BUILDDIR:-.}/tools/xsock-stat
-[ -x "$stat_test" ] && [ -x "$xstat" ] || { echo "FAIL: $stat_test or $xstat missing"; exit 99; }
+dump=${XS_TOP_BUILDDIR:-.}/tests/xsock-settings-dump
+for p in "$stat_test" "$xstat" "$dump"; do
+    [ -x "$p" ] || { echo "FAIL: $p missing"; exit 99; }
+done
 
 xs_scratch
 fail=0
@@ -97,6 +104,30 @@ if TMPDIR=$tmp/fp python3 "$fp" >/dev/null 2>"$tmp/fp.err" || ! grep -q "own fol
     fail=1
 else
     echo "ok: free-port.py keeps to a folder of its own"
+fi
+
+# 4. The settings of a set-user-ID program.
+if [ "$uid" = 0 ]; then
+    chmod 711 "$tmp"
+    mkdir -m 755 "$tmp/suid"
+    cp "$dump" "$tmp/suid/dump"
+    chmod 4755 "$tmp/suid/dump"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups \
+        env XSOCK_STAT_LOG=/etc/xsock-test XSOCK_EXEC_FD=7 "$tmp/suid/dump" --env >"$tmp/suid.out"
+    XSOCK_STAT_LOG=/etc/xsock-test XSOCK_EXEC_FD=7 "$dump" --env >"$tmp/plain.out"
+    if ! grep -qx "XSOCK_STAT_LOG=/etc/xsock-test" "$tmp/plain.out" ||
+        ! grep -qx "XSOCK_EXEC_FD=7" "$tmp/plain.out"; then
+        echo "FAIL: the settings are not read from the environment"
+        fail=1
+    elif ! grep -qx "XSOCK_STAT_LOG=" "$tmp/suid.out" || grep -q "XSOCK_EXEC_FD=7" "$tmp/suid.out"; then
+        echo "FAIL: a set-user-ID program read its invoker's settings:"
+        grep -E "STAT_LOG|EXEC_FD" "$tmp/suid.out"
+        fail=1
+    else
+        echo "ok: a set-user-ID program reads no XSOCK_* setting"
+    fi
+else
+    echo "note: not root: no set-user-ID check (root's run makes it)"
 fi
 
 exit $fail
