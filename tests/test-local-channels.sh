@@ -10,6 +10,8 @@
 #   - xsock-stat refuses such a file, and a symbolic link by that name;
 #   - scripts/free-port.py refuses a reservation folder that is a link
 #     or is not the user's own, and makes its own with mode 0700;
+#   - XSOCK_STAT_LOG in a folder all may write (/tmp) is never followed
+#     through another user's link, nor appended to another user's file;
 #   - a set-user-ID program reads no XSOCK_* setting (its invoker's
 #     XSOCK_STAT_LOG would be a file it appends to, XSOCK_EXEC_FD state it
 #     adopts): as root, a set-user-ID root copy of tests/
@@ -106,9 +108,31 @@ else
     echo "ok: free-port.py keeps to a folder of its own"
 fi
 
-# 4. The settings of a set-user-ID program.
+# 4. XSOCK_STAT_LOG where another user made a link, or a file, first.
+mkdir -m 1777 "$tmp/pub"
+chmod 711 "$tmp"
+: >"$tmp/victim"
+other "ln -s $tmp/victim $tmp/pub/link; : >$tmp/pub/file"
+names=link
+[ "$uid" = 0 ] && names="link file" # else the file is the user's own
+for name in $names; do
+    XSOCK_STAT_LOG=$tmp/pub/$name "$stat_test" >"$tmp/log.out" 2>&1 ||
+        { echo "FAIL: test-xsock-stat with XSOCK_STAT_LOG=$name"; xs_tail "$tmp/log.out"; fail=1; }
+done
+if [ -s "$tmp/victim" ] || { [ "$uid" = 0 ] && [ -s "$tmp/pub/file" ]; }; then
+    echo "FAIL: XSOCK_STAT_LOG went through another user's link or file"
+    fail=1
+fi
+XSOCK_STAT_LOG=$tmp/pub/own "$stat_test" >"$tmp/log.out" 2>&1
+if [ ! -s "$tmp/pub/own" ]; then
+    echo "FAIL: XSOCK_STAT_LOG of a new file: nothing written"
+    fail=1
+else
+    echo "ok: XSOCK_STAT_LOG keeps to the user's own file"
+fi
+
+# 5. The settings of a set-user-ID program.
 if [ "$uid" = 0 ]; then
-    chmod 711 "$tmp"
     mkdir -m 755 "$tmp/suid"
     cp "$dump" "$tmp/suid/dump"
     chmod 4755 "$tmp/suid/dump"
