@@ -7,11 +7,13 @@
 #   - a statistics file made first under a process's name
 #     (/dev/shm/xsock-UID-PID) is never opened by that process: it makes
 #     its own (tests/test-xsock-stat passes), the planted one stays empty;
-#   - xsock-stat refuses such a file, and a symbolic link by that name;
+#   - xsock-stat refuses such a file, a symbolic link or a FIFO (without
+#     waiting) by that name;
 #   - scripts/free-port.py refuses a reservation folder that is a link
 #     or is not the user's own, and makes its own with mode 0700;
 #   - XSOCK_STAT_LOG in a folder all may write (/tmp) is never followed
-#     through another user's link, nor appended to another user's file;
+#     through another user's link, nor appended to another user's file or
+#     FIFO (nor waits on one);
 #   - a set-user-ID program reads no XSOCK_* setting (its invoker's
 #     XSOCK_STAT_LOG would be a file it appends to, XSOCK_EXEC_FD state it
 #     adopts): as root, a set-user-ID root copy of tests/
@@ -81,6 +83,15 @@ else
     echo "ok: xsock-stat refuses a planted link"
 fi
 rm -f "$f"
+other "mkfifo $f"
+if timeout 10 "$xstat" -p "$live" >"$tmp/xs.out" 2>&1 || ! grep -q "not this user's own file" "$tmp/xs.out"; then
+    echo "FAIL: xsock-stat opened a planted FIFO (or waited on it):"
+    cat "$tmp/xs.out"
+    fail=1
+else
+    echo "ok: xsock-stat refuses a planted FIFO without waiting"
+fi
+rm -f "$f"
 kill "$live" 2>/dev/null
 wait "$live" 2>/dev/null
 
@@ -112,11 +123,11 @@ fi
 mkdir -m 1777 "$tmp/pub"
 chmod 711 "$tmp"
 : >"$tmp/victim"
-other "ln -s $tmp/victim $tmp/pub/link; : >$tmp/pub/file"
+other "ln -s $tmp/victim $tmp/pub/link; : >$tmp/pub/file; mkfifo $tmp/pub/fifo"
 names=link
-[ "$uid" = 0 ] && names="link file" # else the file is the user's own
+[ "$uid" = 0 ] && names="link file fifo" # else they are the user's own
 for name in $names; do
-    XSOCK_STAT_LOG=$tmp/pub/$name "$stat_test" >"$tmp/log.out" 2>&1 ||
+    XSOCK_STAT_LOG=$tmp/pub/$name timeout 60 "$stat_test" >"$tmp/log.out" 2>&1 ||
         { echo "FAIL: test-xsock-stat with XSOCK_STAT_LOG=$name"; xs_tail "$tmp/log.out"; fail=1; }
 done
 if [ -s "$tmp/victim" ] || { [ "$uid" = 0 ] && [ -s "$tmp/pub/file" ]; }; then

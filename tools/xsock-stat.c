@@ -66,7 +66,7 @@ static int sfile_open(struct sfile *s, const char *path, bool silent)
 	int fd;
 
 	snprintf(s->path, sizeof(s->path), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO: no wait */
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (!silent)
 			fprintf(stderr, "xsock-stat: %s: %s\n", path, strerror(errno));

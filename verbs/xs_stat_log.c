@@ -49,16 +49,18 @@ static void log_addr(char *buf, size_t len, const struct xs_stat_addr *a)
 
 /* The file, or -errno.  Never through a symbolic link another user put
  * by its name in /tmp (only /dev's and /proc's links are followed:
- * /dev/stderr), nor into a file of another user's. */
+ * /dev/stderr), nor into a file or FIFO of another user's (O_NONBLOCK: a
+ * FIFO with no reader is no wait at a connection's end). */
 static int log_open(const char *path)
 {
 	bool sys = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
 	struct stat st;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | (sys ? 0 : O_NOFOLLOW), 0600);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | (sys ? 0 : O_NOFOLLOW),
+		      0600);
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && st.st_uid != geteuid())) {
+	if (fstat(fd, &st) < 0 || (!sys && st.st_uid != geteuid())) {
 		close(fd);
 		return -EPERM;
 	}
