@@ -12,6 +12,7 @@ choosing the same port; reservations older than ten minutes are stale.
 import os
 import random
 import socket
+import stat
 import time
 
 RESERVE_S = 600
@@ -54,11 +55,27 @@ def reserve(port, d):
         return False
 
 
+def reserve_dir():
+    """This user's reservation folder, refused unless it is this user's own:
+    its name is predictable, and another user could make it first (or a
+    symbolic link by its name) to choose or hide our reservations."""
+    d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "xsock-ports-%d" % os.getuid())
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid()
+            or st.st_mode & 0o022):
+        raise SystemExit("free-port: %s is not this user's own folder "
+                         "(someone else made it, or others may write it)" % d)
+    return d
+
+
 def main():
     hi = min(ephemeral_low(), 65536) - 1
     lo = max(1024, hi - 16383)
-    d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "xsock-ports-%d" % os.getuid())
-    os.makedirs(d, exist_ok=True)
+    d = reserve_dir()
     rng = random.SystemRandom()
     for _ in range(1000):
         port = rng.randint(lo, hi)

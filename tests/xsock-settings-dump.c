@@ -2,7 +2,8 @@
 /* Prints the XSOCK_* settings table (verbs/xs_settings.h) for
  * tests/test-man.sh: --tsv, one row a line (name, kind, default, lo, hi,
  * internal), or --help, the ENVIRONMENT lines `xsock-run --help` must
- * show word for word. */
+ * show word for word; --env, each row's value as this process reads it
+ * (NAME=value, for tests/test-local-channels.sh). */
 #include "config.h"
 
 #include <stdio.h>
@@ -33,10 +34,18 @@ static void print_help(const struct xs_setting_row *r)
 int main(int argc, char **argv)
 {
 	bool help = argc > 1 && !strcmp(argv[1], "--help");
+	bool env = argc > 1 && !strcmp(argv[1], "--env");
 
-	if (argc != 2 || (!help && strcmp(argv[1], "--tsv"))) {
-		fprintf(stderr, "usage: xsock-settings-dump --tsv|--help\n");
+	if (argc != 2 || (!help && !env && strcmp(argv[1], "--tsv"))) {
+		fprintf(stderr, "usage: xsock-settings-dump --tsv|--help|--env\n");
 		return 2;
+	}
+	if (env) {
+		static struct xs_settings t = XS_SETTINGS_INIT;
+
+		for (int i = 0; i < XS_SET_COUNT; i++)
+			printf("%s=%s\n", xs_setting_rows[i].name, xs_settings_str(&t, (enum xs_set)i));
+		return 0;
 	}
 	for (int i = 0; i < XS_SET_COUNT; i++) {
 		const struct xs_setting_row *r = &xs_setting_rows[i];

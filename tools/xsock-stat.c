@@ -66,14 +66,23 @@ static int sfile_open(struct sfile *s, const char *path, bool silent)
 	int fd;
 
 	snprintf(s->path, sizeof(s->path), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(struct xs_stat_hdr)) {
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO: no wait */
+	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (!silent)
-			fprintf(stderr, "xsock-stat: %s: %s\n", path,
-				fd < 0 ? strerror(errno) : "not a statistics file");
-		if (fd >= 0)
-			close(fd);
-		return -1;
+			fprintf(stderr, "xsock-stat: %s: %s\n", path, strerror(errno));
+		goto fail;
+	}
+	/* ours alone: /dev/shm is open to all, and another user may have
+	 * made a file under our name (verbs/xs_stat.c never opens one) */
+	if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) {
+		if (!silent)
+			fprintf(stderr, "xsock-stat: %s: not this user's own file\n", path);
+		goto fail;
+	}
+	if ((size_t)st.st_size < sizeof(struct xs_stat_hdr)) {
+		if (!silent)
+			fprintf(stderr, "xsock-stat: %s: not a statistics file\n", path);
+		goto fail;
 	}
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
@@ -99,6 +108,10 @@ static int sfile_open(struct sfile *s, const char *path, bool silent)
 	    po >= h->hdr_size + (size_t)h->nslots * h->slot_size && po + ps <= s->size)
 		s->plain = (const struct xs_stat_plain *)((const char *)s->f + po);
 	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 static void sfile_close(struct sfile *s)

@@ -93,7 +93,10 @@ int xs_setting_parse(const struct xs_setting_row *r, const char *text, unsigned 
 static void parse_row(struct xs_settings *t, enum xs_set id)
 {
 	const struct xs_setting_row *r = &xs_setting_rows[id];
-	const char *v = getenv(r->name);
+	/* none in a set-user-ID or file-capability program (libxsock there
+	 * only by /etc/ld.so.preload): its invoker's XSOCK_STAT_LOG would be
+	 * a file it appends to, XSOCK_EXEC_FD state it adopts */
+	const char *v = secure_getenv(r->name);
 
 	if (!v || !*v)
 		v = r->dflt;

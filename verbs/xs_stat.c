@@ -86,7 +86,12 @@ static void *stat_file(const void *init, size_t len, void *addr)
 
 	snprintf(stat_path, sizeof(stat_path), XS_STAT_DIR "/" XS_STAT_PREFIX "%u-%d",
 		 (unsigned)getuid(), (int)getpid());
-	fd = open(stat_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* never a file already there: the name is predictable and /dev/shm
+	 * open to all, so another user could have made it for our pid (and
+	 * read or write our counters through it); an earlier process of
+	 * this pid that skipped its exit handlers left only a stale one */
+	unlink(stat_path);
+	fd = open(stat_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return NULL;
 	if (ftruncate(fd, (off_t)STAT_SIZE) < 0 || (init && write(fd, init, len) != (ssize_t)len)) {

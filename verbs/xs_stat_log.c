@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "verbs/xs_internal.h"
@@ -46,6 +47,26 @@ static void log_addr(char *buf, size_t len, const struct xs_stat_addr *a)
 	snprintf(buf, len, a->family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, a->port);
 }
 
+/* The file, or -errno.  Never through a symbolic link another user put
+ * by its name in /tmp (only /dev's and /proc's links are followed:
+ * /dev/stderr), nor into a file or FIFO of another user's (O_NONBLOCK: a
+ * FIFO with no reader is no wait at a connection's end). */
+static int log_open(const char *path)
+{
+	bool sys = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | (sys ? 0 : O_NOFOLLOW),
+		      0600);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (!sys && st.st_uid != geteuid())) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 void xs_stat_log(const struct xs_stat_log_conn *c)
 {
 	const char *path = xs_settings_str(xs_settings(), XS_SET_STAT_LOG);
@@ -66,9 +87,10 @@ void xs_stat_log(const struct xs_stat_log_conn *c)
 		     (unsigned long long)c->rx_msgs);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fd = log_open(path);
 	if (fd < 0) {
-		xs_log("XSOCK_STAT_LOG %s: %s", path, strerror(errno));
+		xs_log("XSOCK_STAT_LOG %s: %s", path,
+		       fd == -EPERM ? "another user's file" : strerror(-fd));
 		return;
 	}
 	if (write(fd, line, (size_t)n) != n)
