@@ -165,36 +165,11 @@ else
 fi
 
 # xsock-stat sees the fallbacks of a live process's non-blocking
-# connects (XSOCK_PLAIN_PROBE_MS above the engine's 1.5 s of dialling
-# again when a server hangs up)
-stat=${XS_TOP_BUILDDIR:-.}/tools/xsock-stat
-pids=
-for kind in greet close silent; do
-    port=$(xs_free_port)
-    env -u LD_PRELOAD python3 "$peer" server $kind "$port" "$tmp/$kind.stat.log" 2>>"$tmp/srv.err" &
-    pids="$pids $!"
-    xs_wait_listen "$port" || { echo "FAIL: $kind server did not listen"; cat "$tmp/srv.err"; xs_reap $pids; exit 1; }
-    eval "p_$kind=$port"
-done
-XSOCK_PLAIN_PROBE_MS=2500 XSOCK_DEBUG=1 XSOCK_RULES= XSOCK_CONFIG= timeout 90 "$XS_RUN" --iwarp \
-    python3 "$peer" stay "$p_greet,$p_greet,$p_close,$p_silent" "$tmp/ready" epoll >"$tmp/stay.out" 2>"$tmp/stay.err" &
-cli=$!
-i=0
-while [ ! -f "$tmp/ready" ] && [ $i -lt 300 ] && kill -0 $cli 2>/dev/null; do sleep 0.05; i=$((i + 1)); done
-read -r cpid state <"$tmp/ready" 2>/dev/null || { cpid=; state=; }
-if [ "$state" = ready ]; then
-    "$stat" -p "$cpid" >"$tmp/stat.txt" 2>&1
-fi
-rm -f "$tmp/ready"
-wait $cli
-crc=$?
-xs_reap $pids
-want="4 connects went plain (octets 1, closed 1, silent 1, remembered 1, other 0)"
-if [ "$state" = ready ] && [ $crc = 0 ] && grep -qF "plain TCP: $want" "$tmp/stat.txt" &&
-    grep '^plain  -> ' "$tmp/stat.txt" | head -n 1 | grep -q "127.0.0.1:$p_silent  *silent" &&
-    grep -q "127.0.0.1:$p_close  *closed" "$tmp/stat.txt" &&
-    grep -q "127.0.0.1:$p_greet  *octets" "$tmp/stat.txt" &&
-    grep -q "127.0.0.1:$p_greet  *remembered" "$tmp/stat.txt"; then
+# connects (epoll), with the default settings
+. "${XS_TOP_SRCDIR:-.}/tests/xs_plain_stat.sh"
+plain_stat_run epoll
+want=$plain_stat_want
+if plain_stat_ok; then
     echo "ok   xsock-stat of a live non-blocking client: $want"
 else
     echo "FAIL xsock-stat of a live non-blocking client ($state, rc $crc)"; cat "$tmp/stay.out" "$tmp/stat.txt"
