@@ -196,7 +196,24 @@ void xs_conn_put(struct xs_conn *c)
 	c->dead = true;
 	pthread_cond_broadcast(&c->tx_cv);
 	pthread_mutex_unlock(&c->tx_mu);
-	xs_eng_command(c, CMD_CLOSE);
+	/* a forked child's copy of a connection another process may use (a
+	 * listener's queued request closed with it, a pre-fork server's
+	 * worker) with no engine of its own started: the close is the
+	 * engine's CMD_CLOSE without a shutdown, here, without a thread and a
+	 * ring made only for it */
+	pthread_mutex_lock(&xs_eng.mu);
+	bool engine_less = !xs_eng.started && !c->poll_armed && !c->cmd_flags &&
+			   atomic_load(&c->fork_mode) != XS_FORK_MINE;
+	pthread_mutex_unlock(&xs_eng.mu);
+	if (engine_less) {
+		c->state = CONN_CLOSED;
+		if (!c->engine_ref_dropped) {
+			c->engine_ref_dropped = true;
+			xs_eng_unref(c);
+		}
+	} else {
+		xs_eng_command(c, CMD_CLOSE);
+	}
 	xs_eng_unref(c); /* the owner's reference */
 }
 
