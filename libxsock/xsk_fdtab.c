@@ -427,7 +427,8 @@ void xsk_tab_fork_prepare(void)
 	xsk_mutex_lock(&tab_mu);
 	for (int fd = 0; fd < hi(); fd++)
 		n += slot_sock(fd) != NULL;
-	v = n ? calloc((size_t)n, sizeof(*v)) : NULL;
+	size_t vlen = (size_t)n * sizeof(*v);
+	v = n ? xsk_fork_alloc(vlen) : NULL;
 	n = 0;
 	for (int fd = 0; v && fd < hi(); fd++) {
 		struct xsk *s = slot_sock(fd);
@@ -442,17 +443,21 @@ void xsk_tab_fork_prepare(void)
 		xsk_relay_fork_prepare(v[i]);
 		xsk_fd_put(v[i]);
 	}
-	free(v);
+	xsk_fork_free(v, vlen);
 	xsk_mutex_lock(&tab_mu);
 }
 
 void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 {
-	struct xsk **ls = NULL;
+	struct xsk **ls;
 	int n = 0, cap = 0;
 
-	for (int fd = 0; fd < hi(); fd++) {
-		struct xsk *s = slot_sock(fd), **m;
+	for (int fd = 0; fd < hi(); fd++)
+		cap += slot_sock(fd) != NULL;
+	size_t lslen = (size_t)cap * sizeof(*ls);
+	ls = cap ? xsk_fork_alloc(lslen) : NULL;
+	for (int fd = 0; ls && fd < hi(); fd++) {
+		struct xsk *s = slot_sock(fd);
 		bool seen = false;
 		if (!s || (xsk_state(s) != XSK_LISTENING && xsk_state(s) != XSK_CONNECTED))
 			continue;
@@ -460,13 +465,6 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 			seen |= ls[i] == s; /* dup'ed */
 		if (seen)
 			continue;
-		if (n == cap) {
-			m = realloc(ls, (size_t)(cap ? 2 * cap : 8) * sizeof(*ls));
-			if (!m)
-				break;
-			ls = m;
-			cap = cap ? 2 * cap : 8;
-		}
 		ls[n++] = s;
 		file_hold(xsk_file_of(s));
 	}
@@ -475,7 +473,7 @@ void xsk_tab_fork_parent(void (*fn)(struct xsk *s))
 		fn(ls[i]);
 		xsk_fd_put(ls[i]);
 	}
-	free(ls);
+	xsk_fork_free(ls, lslen);
 }
 
 void xsk_tab_fork_child(void (*fn)(int fd, struct xsk *s))

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "libxsock/xsk_priv.h"
@@ -144,6 +145,21 @@ static void child_fd(int fd, struct xsk *s)
 		int fdfl = xsk_real.fcntl(fd, F_GETFD);
 		xsk_real.dup3(s->refresh_fd, fd, fdfl >= 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
 	}
+}
+
+/* ---- memory of the handlers ---------------------------------------------------- */
+
+void *xsk_fork_alloc(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void xsk_fork_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len ? len : 1);
 }
 
 /* ---- handlers ----------------------------------------------------------------- */

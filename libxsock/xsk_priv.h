@@ -568,6 +568,11 @@ bool xsk_fork_quiet(struct xsk *s);
 
 /* accept(): a listener inherited by a child gets a service thread again. */
 void xsk_fork_listener_use(struct xsk *s);
+/* Memory for the fork handlers (xsk_fork.c): mmap's, zeroed, not malloc's,
+ * because a fork from a signal handler (postgres' postmaster) runs them
+ * where malloc must not be called.  NULL on failure; any thread. */
+void *xsk_fork_alloc(size_t len);
+void xsk_fork_free(void *p, size_t len);
 /* xsk_fdtab.c for xsk_fork.c's handlers: fork prepare locks the table
  * (making the relay channels, with s->mu). */
 void xsk_tab_fork_prepare(void);

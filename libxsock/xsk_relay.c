@@ -97,6 +97,13 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* A change of s->relay's list (s->mu held): an atomic store, because
+ * xsk_has_relay reads the head without the lock (a hint). */
+static void relay_link(struct xsk_relay **pp, struct xsk_relay *r)
+{
+	__atomic_store_n(pp, r, __ATOMIC_RELEASE);
+}
+
 static void chan_free(struct xsk_relay *r)
 {
 	close_fd(&r->sp0);
@@ -105,7 +112,7 @@ static void chan_free(struct xsk_relay *r)
 	close_fd(&r->ar);
 	close_fd(&r->aw);
 	close_fd(&r->wake);
-	free(r);
+	xsk_fork_free(r, sizeof(*r));
 }
 
 /* This process's thread for r ends now (any thread; s->mu held or not). */
@@ -173,11 +180,11 @@ void xsk_relay_fork_prepare(struct xsk *s)
 		return;
 	if (xsk_maker_only(s) && s->owner_pid != getpid())
 		return; /* a client already: only the maker relays */
-	r = calloc(1, sizeof(*r));
+	r = xsk_fork_alloc(sizeof(*r)); /* (in fork prepare) */
 	if (!r)
 		return;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-		free(r);
+		xsk_fork_free(r, sizeof(*r));
 		return;
 	}
 	r->sp0 = xsk_fd_keep(sp[0]);
@@ -188,7 +195,7 @@ void xsk_relay_fork_prepare(struct xsk *s)
 		r->sp0 = r->sp1 = -1;
 		xsk_fd_close(sp[0]);
 		xsk_fd_close(sp[1]);
-		free(r);
+		xsk_fork_free(r, sizeof(*r));
 		return;
 	}
 	if (!xsk_maker_only(s) && pipe2(sp, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -201,7 +208,7 @@ void xsk_relay_fork_prepare(struct xsk *s)
 	xsk_proto_set_relay(&relay_hooks);
 	xsk_mutex_lock(&s->mu);
 	r->next = s->relay;
-	s->relay = r;
+	relay_link(&s->relay, r);
 	xsk_mutex_unlock(&s->mu);
 }
 
@@ -524,7 +531,7 @@ static void xsk_relay_owner(struct xsk *s)
 		if (clients_gone(r)) {
 			/* nobody else holds it (the pre-fork server's parent
 			 * closed its copy): no thread */
-			*pp = r->next;
+			relay_link(pp, r->next);
 			chan_free(r);
 			continue;
 		}
@@ -533,7 +540,7 @@ static void xsk_relay_owner(struct xsk *s)
 					"their copies are relayed\n", (int)me);
 		r->serving = true;
 		if (!relay_start(r)) {
-			*pp = r->next;
+			relay_link(pp, r->next);
 			chan_free(r);
 			continue;
 		}
@@ -586,7 +593,7 @@ int xsk_relay_client(struct xsk *s, bool rd)
 			pp = &r->next;
 			continue;
 		}
-		*pp = r->next;
+		relay_link(pp, r->next);
 		chan_free(r);
 	}
 	if (!keep) {
@@ -665,7 +672,7 @@ static void xsk_relay_free(struct xsk *s)
 	}
 	while (s->relay) {
 		struct xsk_relay *r = s->relay;
-		s->relay = r->next;
+		relay_link(&s->relay, r->next);
 		chan_free(r);
 	}
 }

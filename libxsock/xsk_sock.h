@@ -385,7 +385,7 @@ static inline void xsk_writer_kick(struct xsk *s)
  * xsk_relay_client under s->mu) */
 static inline bool xsk_has_relay(const struct xsk *s)
 {
-	return s->relay != NULL;
+	return __atomic_load_n(&s->relay, __ATOMIC_ACQUIRE) != NULL;
 }
 
 /* another process uses the connection (xsk_fork.c) */

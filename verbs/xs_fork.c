@@ -55,7 +55,7 @@ void xs_arena_unref(struct xs_arena *a)
 	if (!a || --a->refs > 0)
 		return;
 	munmap(a->base, a->len);
-	free(a);
+	munmap(a, sizeof(*a));
 }
 
 static struct xs_arena *arena_new(unsigned words)
@@ -67,12 +67,15 @@ static struct xs_arena *arena_new(unsigned words)
 	if (page <= 0)
 		page = 4096;
 	len = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
-	a = calloc(1, sizeof(*a));
-	if (!a)
+	/* mmap, not malloc, for the arena's own record too (private: its
+	 * count is each process's): fork prepare may run in a signal handler
+	 * (postgres' postmaster), where malloc must not be called */
+	a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
 		return NULL;
 	a->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (a->base == MAP_FAILED) {
-		free(a);
+		munmap(a, sizeof(*a));
 		return NULL;
 	}
 	a->len = len;
@@ -101,6 +104,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	xs_stat_fork_child(); /* its lock before the engine's frees take it */
 	xs_engine_fork_child();
 	xs_roce_loop_fork_done();
 	xs_rcm_fork_child();

@@ -126,7 +126,7 @@ static void stat_hdr_init(struct xs_stat_hdr *h)
  * engine, which may be waiting for stat_mu (xs_eng_conn_free); a slot
  * given out or taken back at that very moment may be off by one in the
  * child. */
-static void stat_fork_child(void)
+void xs_stat_fork_child(void)
 {
 	struct xs_stat_plain plain;
 
@@ -200,8 +200,7 @@ static bool stat_ready(void)
 	h->plain_size = sizeof(struct xs_stat_plain);
 	snprintf(h->argv0, sizeof(h->argv0), "%s", program_invocation_name);
 	stat_hdr_init(h);
-	atexit(stat_unlink);
-	pthread_atfork(NULL, NULL, stat_fork_child);
+	atexit(stat_unlink); /* (fork: xs_stat_fork_child) */
 	return true;
 }
 

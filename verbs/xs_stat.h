@@ -43,6 +43,11 @@ void xs_stat_conn_ended(struct xs_stat_conn *s);
  * and the slot is free.  Any thread (nobody writes the slot any more);
  * takes the stat lock.  NULL is fine. */
 void xs_stat_conn_close(struct xs_stat_conn *s);
+/* The fork child's first handler (xs_fork.c, before the engine's, which
+ * frees connections and so takes the stat lock): the lock, which another
+ * thread of the parent may have held at the fork, made anew, and the
+ * child's own file.  The forking thread only. */
+void xs_stat_fork_child(void);
 /* A connection ended: with XSOCK_STAT_LOG set, one JSON line in that
  * file (xs_stat_log.c), so that a connection of a process that is gone is
  * still accounted for (what VMA's VMA_STATS_FILE is for).  transport:
