@@ -99,13 +99,31 @@ static void cm_drop_events(struct cm_id *c, struct cm_event *list)
 	}
 }
 
+/* An id whose external QP holds its connection (rdma_connect or
+ * rdma_accept with conn_param.qp_num) is destroyed: no closed upcall for
+ * it may come after this, whether the QP is still there (its connection's
+ * callback is taken off under the rx lock, as rdma_destroy_qp does) or
+ * was destroyed first (its put took the callback off, and it never ran),
+ * so the callback's reference goes with the id. */
+static void cm_detach_ext(struct cm_id *c, struct xs_conn *held, uint32_t qpn)
+{
+	struct ibv_qp *qp = xs_qp_lookup(c->id.verbs, qpn);
+
+	if (qp && xs_qp_conn(qp) == held) {
+		c->tp->rx_lock(held);
+		c->tp->set_closed_cb(held, NULL, NULL);
+		c->tp->rx_unlock(held);
+	}
+}
+
 static void cm_destroy(struct cm_id *c)
 {
 	struct xs_listener *l;
-	struct xs_conn *conn;
+	struct xs_conn *conn, *held;
 	struct cm_event *list = NULL;
 	enum cm_state st;
 	bool drop_closed_ref;
+	uint32_t ext_qpn;
 
 	pthread_mutex_lock(&c->lock);
 	c->destroyed = true;
@@ -113,6 +131,8 @@ static void cm_destroy(struct cm_id *c)
 	l = c->listener;
 	c->listener = NULL;
 	conn = c->conn_owned ? c->conn : NULL;
+	held = c->conn_owned ? NULL : c->conn; /* a QP's */
+	ext_qpn = c->id.qp ? 0 : c->ext_qpn;
 	c->conn = NULL;
 	c->conn_owned = false;
 	st = c->state;
@@ -132,8 +152,10 @@ static void cm_destroy(struct cm_id *c)
 	/* Only a connection we still own is gone for sure; one the QP holds
 	 * may still report its end, and the callback's reference keeps c
 	 * alive for that (cm_closed_cb ignores destroyed ids). */
+	if (held && ext_qpn)
+		cm_detach_ext(c, held, ext_qpn);
 	pthread_mutex_lock(&c->lock);
-	drop_closed_ref = conn && c->closed_ref;
+	drop_closed_ref = (conn || (held && ext_qpn)) && c->closed_ref;
 	if (drop_closed_ref)
 		c->closed_ref = false;
 	pthread_mutex_unlock(&c->lock);
