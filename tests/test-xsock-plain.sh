@@ -24,6 +24,7 @@
 # the four plain connects by reason and the last destinations.
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
+. "${XS_TOP_SRCDIR:-.}/tests/xs_plain_lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "FAIL: no python3 (scripts/install-deps.sh)"; exit 1; }
 [ -x "$XS_RUN" ] || { echo "FAIL: $XS_RUN missing"; exit 99; }
 peer=${XS_TOP_SRCDIR:-.}/tests/xsock-plain-peer.py
@@ -41,18 +42,7 @@ for kind in echo greet error silent; do
     xs_wait_listen "$port" || { echo "FAIL: $kind server did not listen"; cat "$tmp/srv.err"; exit 1; }
     want_mpa=1 # the first client tries; the others know
     for how in block select poll epoll epollet epollpre readnow; do
-        n0=$(wc -l <"$tmp/$kind.log")
-        XSOCK_DEBUG=1 XSOCK_RULES= XSOCK_CONFIG= timeout 60 "$XS_RUN" --iwarp \
-            python3 "$peer" client "$port" $how 2 >"$tmp/c.out" 2>"$tmp/c.err"
-        rc=$?
-        sleep 0.1 # the server's log line of the last connection
-        seen=$(tail -n +$((n0 + 1)) "$tmp/$kind.log")
-        nmpa=$(echo "$seen" | grep -c "^$mpa")
-        nping=$(echo "$seen" | grep -c "^$ping")
-        nother=$(echo "$seen" | grep -vc "^$mpa\|^$ping")
-        why=$(grep 'a plain TCP connection instead' "$tmp/c.err" | head -n 1 | sed 's/.*fd [0-9]*: //; s/: a plain TCP connection instead//')
-        lately=$(grep -c 'a plain TCP server lately' "$tmp/c.err")
-        tries=$(grep -c 'a plain TCP connection instead' "$tmp/c.err")
+        plain_client_run "$port" "$how" "$kind"
         res="$kind/$how: rc $rc, $(grep -c ' ok iwarp_mode 0 ' "$tmp/c.out") plain answers,"
         res="$res server saw $nmpa MPA try + $nping client connections ($nother other), first: $why"
         if [ $rc = 0 ] && [ "$(grep -c ' ok iwarp_mode 0 ' "$tmp/c.out")" = 2 ] &&
@@ -106,7 +96,6 @@ fi
 # xsock-stat sees the fallbacks of a live process, with the default
 # settings (a server that hangs up is "closed" at once: a libxsock connect
 # is not dialled again)
-. "${XS_TOP_SRCDIR:-.}/tests/xs_plain_stat.sh"
 plain_stat_run
 want=$plain_stat_want
 if plain_stat_ok &&

@@ -1,7 +1,31 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# The xsock-stat case of the plain-server tests (test-xsock-plain.sh,
+# Shared by the plain-server tests (test-xsock-plain.sh,
 # test-xsock-plain-nb.sh).  Sourced after xs_test_lib.sh; needs $peer
-# (tests/xsock-plain-peer.py) and $tmp.
+# (tests/xsock-plain-peer.py), $tmp, and for plain_client_run $mpa and
+# $ping (the first octets of an MPA Request and of the client's own).
+#
+# plain_client_run PORT HOW KIND: the peer's client, its way of waiting
+# HOW, two connections to PORT under --iwarp with XSOCK_DEBUG=1 (output in
+# $tmp/c.out, c.err); what the KIND server logged of them meanwhile
+# ($tmp/KIND.log).  Sets rc, nmpa, nping, nother (the server's
+# connections by first octets), why (the first XSOCK_DEBUG reason),
+# lately (connections plain at once), tries (connections plain).
+plain_client_run() {
+    n0=$(wc -l <"$tmp/$3.log")
+    XSOCK_DEBUG=1 XSOCK_RULES= XSOCK_CONFIG= timeout 60 "$XS_RUN" --iwarp \
+        python3 "$peer" client "$1" $2 2 >"$tmp/c.out" 2>"$tmp/c.err"
+    rc=$?
+    sleep 0.1 # the server's log line of the last connection
+    seen=$(tail -n +$((n0 + 1)) "$tmp/$3.log")
+    nmpa=$(echo "$seen" | grep -c "^$mpa")
+    nping=$(echo "$seen" | grep -c "^$ping")
+    nother=$(echo "$seen" | grep -vc "^$mpa\|^$ping")
+    why=$(grep 'a plain TCP connection instead' "$tmp/c.err" | head -n 1 | sed 's/.*fd [0-9]*: //; s/: a plain TCP connection instead//')
+    lately=$(grep -c 'a plain TCP server lately' "$tmp/c.err")
+    tries=$(grep -c 'a plain TCP connection instead' "$tmp/c.err")
+}
+
+# The xsock-stat case:
 #
 # plain_stat_run [WAIT]: three plain servers (greet, close, silent), and a
 # live client under --iwarp, with the default settings, that connects to
