@@ -340,7 +340,7 @@ static bool relay_take(int fd, struct xsk *s, bool claim, bool rd, bool force)
 	if (xsk_state(s) == XSK_CONNECTED &&
 	    (force ? xsk_fork_give_up(s) || xsk_foreign(s) :
 		     (xsk_foreign(s) || claim) && !xsk_fork_use(s)))
-		sp = xsk_relay_client(s, rd || force);
+		sp = xsk_relay_client(s, rd || force, force);
 	if (sp >= 0 && xsk_nonblock(s))
 		xsk_real.fcntl(sp, F_SETFL, xsk_real.fcntl(sp, F_GETFL) | O_NONBLOCK);
 	if (sp >= 0 && xsk_peer(s))

@@ -601,9 +601,11 @@ void xsk_raddr_fork_done(void);
 void xsk_relay_fork_child(void);
 /* the claim after a fork went to another process (s->mu held): the fd
  * the application's number becomes, or -1 (rd: the call that found it
- * reads: the owner's thread forwards input).  The owner's side is the
- * protocol's hook (struct xsk_relay_hooks, owner). */
-int xsk_relay_client(struct xsk *s, bool rd);
+ * reads: the owner's thread forwards input; sandbox: a sandbox starts,
+ * xsk_tab_sandbox: what this process leaves unread goes back to the
+ * connection when it ends).  The owner's side is the protocol's hook
+ * (struct xsk_relay_hooks, owner). */
+int xsk_relay_client(struct xsk *s, bool rd, bool sandbox);
 /* xsk_data.c's, handed to the relay threads by xsk_fork.c when it
  * registers the fork handlers (before any relay exists): one non-blocking
  * call on s (dir 1 send, 0 receive, -1 shutdown(SHUT_WR)); -1 with errno

@@ -520,8 +520,9 @@ static void xsk_relay_owner(struct xsk *s)
 	for (struct xsk_relay **pp = &s->relay; *pp;) {
 		struct xsk_relay *r = *pp;
 		/* the parent side keeps sp1 (relay_take_back) while its
-		 * child side holds the channel */
-		r->keep = r->side == me && r->ar >= 0 && r->sp1 >= 0 && r->sp0 >= 0;
+		 * sandboxed child side holds the channel */
+		r->keep = r->side == me && r->ar >= 0 && r->sp1 >= 0 && r->sp0 >= 0 &&
+			  readable(r->ar);
 		if (!r->keep)
 			close_fd(&r->sp1);
 		if (r->thr_pid == me) {
@@ -571,7 +572,7 @@ void xsk_relay_fork_side(struct xsk *s, bool parent)
 /* Another process claimed the connection (s->mu held): drop our sp0s; the
  * newest channel's sp1 (first in the list) is what the fd becomes, -1 if
  * none (then the calls fail with EBUSY). */
-int xsk_relay_client(struct xsk *s, bool rd)
+int xsk_relay_client(struct xsk *s, bool rd, bool sandbox)
 {
 	struct xsk_relay *keep = NULL;
 
@@ -602,6 +603,15 @@ int xsk_relay_client(struct xsk *s, bool rd)
 					"(claimed first after fork, no relay channel): EBUSY\n",
 				(int)getpid());
 		return -1;
+	}
+	/* a sandboxed client (sshd's pre-authentication child) hands the
+	 * connection back when it ends: an octet in the pipe, before the
+	 * announcement, asks the parent to keep sp1 for that
+	 * (relay_take_back).  Any other client may execve with its copy as
+	 * the new program's stdin (git daemon, inetd), which closes the
+	 * pipe's close-on-exec write end while sp1 is still in use. */
+	if (sandbox && keep->aw >= 0 && xsk_real.write(keep->aw, "S", 1) < 0) {
+		/* (a full pipe already says so) */
 	}
 	if (!keep->announced && rd && keep->thr_pid != -1) {
 		uint64_t one = 1;
