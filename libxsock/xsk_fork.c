@@ -176,7 +176,11 @@ static void fork_prepare(void)
 /* The parent's listener accepts nothing until the parent uses it again
  * (a pre-fork server's master never does: connections its engine took
  * would wait there forever).  A thread of ours already waiting on it is
- * woken to claim it back (its next look, xsk_fork_use). */
+ * woken to claim it back (its next look, xsk_fork_use).  That look must
+ * claim even if the thread's last one came after fork_parent moved
+ * xsk_fork_gen on and before this release (Open MPI's PMIx listener
+ * thread, in select() while mpirun forks its ranks, then never accepted
+ * again: 1 run in 8 of 4 ranks hung), so the release forgets the claim. */
 static void parent_listener(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
@@ -184,9 +188,12 @@ static void parent_listener(struct xsk *s)
 
 	xsk_mutex_lock(&s->mu);
 	if (s->state == XSK_LISTENING && !s->foreign && s->id && st && st->release &&
-	    st->release(s->id) == 0 && s->ready_fd >= 0 && !s->ready_set &&
-	    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
-		s->ready_set = true; /* cleared by its next look */
+	    st->release(s->id) == 0) {
+		s->claim_gen = atomic_load(&xsk_fork_gen) - 1; /* not this generation's */
+		if (s->ready_fd >= 0 && !s->ready_set &&
+		    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
+			s->ready_set = true; /* cleared by its next look */
+	}
 	xsk_mutex_unlock(&s->mu);
 }
 

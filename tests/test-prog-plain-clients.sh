@@ -70,7 +70,6 @@ hport() { # a fresh server per client: each row's first connect is a first
     xs_wait_listen "$port" || { echo "FAIL: http.server did not listen"; fail=1; }
     url=http://127.0.0.1:$port/f.bin
 }
-shasum_of() { sha256sum | cut -d' ' -f1; }
 # a non-sanitized client with libasan preloaded: curl hangs in setlocale
 # there (test-prog-nginx.sh), so the HTTP rows run with the build's own
 # preload only where it has no sanitizer
@@ -141,7 +140,6 @@ if need git; then
         --listen=127.0.0.1 >"$tmp/git.log" 2>&1 &
     srv=$!
     xs_wait_listen "$port" || { echo "FAIL: git daemon did not listen"; fail=1; }
-    n=0
     client_row git-clone "^$head\$" sh -c "d=\$(mktemp -d '$tmp/c.XXXX') && git clone -q git://127.0.0.1:$port/r.git \"\$d/c\" && git -C \"\$d/c\" rev-parse HEAD"
     xs_reap $srv; srv=
 fi
