@@ -38,35 +38,15 @@
 #include <unistd.h>
 
 #include "libxsock/xsk_config.h"
+#include "libxsock/xsk_exec_wire.h"
 #include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_priv.h"
 #include "verbs/xs_priv_abi.h"
 
 #define XSK_EXEC_ENV "XSOCK_EXEC_FD"
-#define XSK_EXEC_MAGIC 0x58534b4558454331ull /* "XSKEXEC1" */
-#define XSK_EXEC_MAX 64 /* sockets carried by one execve */
-#define XSK_EXEC_FDS 8 /* fd numbers per socket */
 #define XSK_EXEC_TIMEOUT_MS 2000 /* to reach an FPDU boundary */
 
 extern char **environ;
-
-struct xsk_exec_hdr {
-	uint64_t magic;
-	uint32_t xsk_size; /* sizeof(struct xsk): the same libxsock both sides */
-	uint32_t count;
-};
-
-struct xsk_exec_ent {
-	int nfds;
-	int fds[XSK_EXEC_FDS];
-	int tcpfd;
-	uint8_t wire[XSOCK_WIRE_LEN];
-	uint32_t rkey;
-	uint64_t iova;
-	uint32_t mem_len, sbuf_size, rmsg_cap;
-	struct xsk sock; /* the stream numbers (pointers and fds are not used) */
-	/* then mem_len + sbuf_size octets, rmsg_cap struct xsk_rmsg */
-};
 
 /* One socket being carried. */
 struct carried {
@@ -138,11 +118,13 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* Stop the connection and write its entry; s->mu not held.  0 or -errno. */
+/* Stop the connection and write its entry (xsk_exec_wire.h); s->mu not
+ * held.  0 or -errno. */
 static int carry(const struct xsk_stack *st, struct carried *c, int memfd)
 {
 	struct xsk *s = c->s;
 	struct xsk_exec_ent e = { .nfds = c->nfds, .tcpfd = -1 };
+	uint8_t ent[XSK_EXEC_ENT_LEN], *rmsg = NULL;
 	int rc = 0;
 
 	xsk_mutex_lock(&s->mu);
@@ -166,12 +148,20 @@ static int carry(const struct xsk_stack *st, struct carried *c, int memfd)
 	e.sbuf_size = s->sbuf_size;
 	e.rmsg_cap = s->rmsg_cap;
 	e.sock = *s;
-	if (write_all(memfd, &e, sizeof(e)) || write_all(memfd, s->mem, s->mem_len) ||
+	xsk_exec_ent_encode(&e, ent);
+	rmsg = malloc(4 * (size_t)s->rmsg_cap);
+	if (!rmsg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	xsk_exec_rmsg_encode(s->rmsg, s->rmsg_cap, rmsg);
+	if (write_all(memfd, ent, sizeof(ent)) || write_all(memfd, s->mem, s->mem_len) ||
 	    write_all(memfd, s->sbuf, s->sbuf_size) ||
-	    write_all(memfd, s->rmsg, s->rmsg_cap * sizeof(*s->rmsg)))
+	    write_all(memfd, rmsg, 4 * (size_t)s->rmsg_cap))
 		rc = -EIO;
 out:
 	xsk_mutex_unlock(&s->mu);
+	free(rmsg);
 	return rc;
 }
 
@@ -275,8 +265,10 @@ static void prepare(struct plan *p)
 				!st || !st->export ? "libiwarp has no hand-over" : strerror(errno));
 		return;
 	}
-	struct xsk_exec_hdr h = { .magic = XSK_EXEC_MAGIC, .xsk_size = sizeof(struct xsk) };
-	if (write_all(p->memfd, &h, sizeof(h)))
+	uint8_t hdr[XSK_EXEC_HDR_LEN];
+	uint32_t count = 0;
+	xsk_exec_hdr_encode(hdr, 0); /* the count once known */
+	if (write_all(p->memfd, hdr, sizeof(hdr)))
 		goto fail;
 	for (int i = 0; i < p->n; i++) {
 		struct carried *c = &p->c[i];
@@ -292,7 +284,7 @@ static void prepare(struct plan *p)
 				fprintf(stderr, "libxsock: execve: fd %d not carried: %s\n", c->fds[0],
 					rc == -EOPNOTSUPP ? "a listening IWARP socket" : strerror(-rc));
 		} else {
-			h.count++;
+			count++;
 		}
 		c->saved_epfd = xsk_real.fcntl(c->fds[0], F_DUPFD_CLOEXEC, 3);
 		sfd = sentinel();
@@ -305,7 +297,8 @@ static void prepare(struct plan *p)
 			xsk_real.dup2(sfd, c->fds[k]); /* no close-on-exec */
 		xsk_real.close(sfd);
 	}
-	if (pwrite(p->memfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+	xsk_exec_hdr_encode(hdr, count);
+	if (pwrite(p->memfd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
 		goto fail;
 	snprintf(p->env, sizeof(p->env), XSK_EXEC_ENV "=%d", p->memfd);
 	return;
@@ -555,31 +548,73 @@ static void stream_numbers(struct xsk *s, const struct xsk *o)
 	s->sgl_seen = o->sgl_seen;
 }
 
+/* The memfd's next entry with its rings and message lengths, decoded
+ * (xsk_exec_wire.h): 0, -ENOMEM, or -EBADMSG with *why (e->tcpfd -1 if
+ * the entry itself did not decode: no number of it is to be closed). */
+static int read_ent(int memfd, struct xsk_exec_ent *e, uint8_t **mem, uint8_t **sbuf,
+		    struct xsk_rmsg **rmsg, const char **why)
+{
+	uint8_t *buf = malloc(XSK_EXEC_ENT_LEN);
+	size_t rlen;
+	int rc = -ENOMEM;
+
+	e->tcpfd = -1;
+	if (!buf)
+		return -ENOMEM;
+	*why = "truncated entry";
+	if (read_all(memfd, buf, XSK_EXEC_ENT_LEN) ||
+	    (*why = xsk_exec_ent_decode(buf, XSK_EXEC_ENT_LEN, e))) {
+		e->tcpfd = -1;
+		free(buf);
+		return -EBADMSG;
+	}
+	free(buf);
+	rlen = 4 * (size_t)e->rmsg_cap;
+	buf = malloc(rlen);
+	*mem = malloc(e->mem_len);
+	*sbuf = malloc(e->sbuf_size);
+	*rmsg = calloc(e->rmsg_cap, sizeof(**rmsg));
+	if (!buf || !*mem || !*sbuf || !*rmsg)
+		goto out;
+	rc = -EBADMSG;
+	*why = "truncated rings";
+	if (read_all(memfd, *mem, e->mem_len) || read_all(memfd, *sbuf, e->sbuf_size) ||
+	    read_all(memfd, buf, rlen))
+		goto out;
+	*why = xsk_exec_rmsg_decode(buf, rlen, e->rmsg_cap, *rmsg);
+	rc = *why ? -EBADMSG : 0;
+out:
+	free(buf);
+	return rc;
+}
+
+/* One socket from the memfd: 0, -EIO when the memfd is not a hand-over
+ * (the rest is not read), or the socket's own error. */
 static int adopt_one(int memfd)
 {
 	struct xsk_exec_ent *e = malloc(sizeof(*e));
 	uint8_t *mem = NULL, *sbuf = NULL;
 	struct xsk_rmsg *rmsg = NULL;
 	struct xsk *s = NULL;
-	int rc = -EIO;
+	const char *why = NULL;
+	int rc;
 
 	if (!e)
 		return -ENOMEM;
-	if (read_all(memfd, e, sizeof(*e)) || e->nfds < 1 || e->nfds > XSK_EXEC_FDS ||
-	    e->mem_len > (64u << 20) || e->sbuf_size > (64u << 20) ||
-	    e->rmsg_cap != e->sock.rmsg_cap)
+	e->fds[0] = -1;
+	rc = read_ent(memfd, e, &mem, &sbuf, &rmsg, &why);
+	if (rc == -EBADMSG) {
+		xsk_local_drop("exec hand-over entry", why);
+		rc = -EIO;
 		goto out;
-	mem = malloc(e->mem_len);
-	sbuf = malloc(e->sbuf_size);
-	rmsg = calloc(e->rmsg_cap ? e->rmsg_cap : 1, sizeof(*rmsg));
+	}
+	if (rc)
+		goto out;
 	s = xsk_new(e->sock.family);
-	if (!mem || !sbuf || !rmsg || !s) {
+	if (!s) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (read_all(memfd, mem, e->mem_len) || read_all(memfd, sbuf, e->sbuf_size) ||
-	    read_all(memfd, rmsg, e->rmsg_cap * sizeof(*rmsg)))
-		goto out;
 	stream_numbers(s, &e->sock);
 	s->mem_len = e->mem_len; /* checked against the layout xsk_setup_qp makes */
 	rc = xsk_adopt_conn(s, e->tcpfd, e->wire, e->rkey, e->iova, mem, sbuf, rmsg, e->rmsg_cap);
@@ -615,7 +650,7 @@ static int adopt_one(int memfd)
 out:
 	if (rc && e->tcpfd >= 0)
 		xsk_real.close(e->tcpfd);
-	if (rc && xsk_debug())
+	if (rc && !why && xsk_debug())
 		fprintf(stderr, "libxsock: exec hand-over: fd %d not taken over: %s\n", e->fds[0],
 			strerror(-rc));
 	if (s)
@@ -630,21 +665,24 @@ out:
 __attribute__((constructor)) static void xsk_exec_adopt(void)
 {
 	unsigned long fd = xsk_setting_num(XS_SET_EXEC_FD);
-	struct xsk_exec_hdr h;
+	uint8_t hdr[XSK_EXEC_HDR_LEN];
+	const char *why;
+	uint32_t count;
+	ssize_t n;
 
 	if (fd == XS_SET_NONE)
 		return; /* unset (or invalid, said) */
 	unsetenv(XSK_EXEC_ENV); /* not for our own children */
 	xsk_real_init();
-	if (pread((int)fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != XSK_EXEC_MAGIC ||
-	    h.xsk_size != sizeof(struct xsk)) {
-		if (xsk_debug())
-			fprintf(stderr, "libxsock: exec hand-over: not from this libxsock\n");
+	n = pread((int)fd, hdr, sizeof(hdr), 0);
+	why = n < 0 ? "unreadable" : xsk_exec_hdr_decode(hdr, (size_t)n, &count);
+	if (why) {
+		xsk_local_drop("exec hand-over", why);
 		xsk_real.close((int)fd);
 		return;
 	}
-	lseek((int)fd, sizeof(h), SEEK_SET);
-	for (uint32_t i = 0; i < h.count; i++)
+	lseek((int)fd, sizeof(hdr), SEEK_SET);
+	for (uint32_t i = 0; i < count; i++)
 		if (adopt_one((int)fd) == -EIO)
 			break;
 	xsk_real.close((int)fd);

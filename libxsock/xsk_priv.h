@@ -164,6 +164,8 @@ struct xsk_stack {
 	__typeof__(xsock_priv_post_send_caller) *post_send_caller;
 	/* a connect that went plain TCP, for xsock-stat (NULL if absent) */
 	__typeof__(xsock_priv_plain) *plain;
+	/* a local message dropped, for xsock-stat (NULL if absent) */
+	__typeof__(xsock_priv_local_drop) *local_drop;
 	const void *base; /* load address of libiwarp (to recognise its own sockets) */
 	/* The verbs and CM objects are the kernel's (no xsock_priv_fork_init:
 	 * rdma-core): after a fork, parent and child hold the same QP, CQ, MR
@@ -189,6 +191,11 @@ void xsk_stack_on_load(void (*fn)(void));
 /* True if the code at ret (a return address) belongs to libiwarp: its own
  * TCP sockets are never IWARP sockets. */
 bool xsk_from_stack(const void *ret);
+/* A message of a local channel libxsock reads (the exec hand-over,
+ * XSOCK_RELAY_ADDR) dropped as malformed: what and why on standard error
+ * with XSOCK_DEBUG=1, and counted in the statistics file (xsock-stat's
+ * local_bad; the stack is loaded for it).  Any thread, no lock held. */
+void xsk_local_drop(const char *what, const char *why);
 /* A descriptor libxsock keeps for itself (closefrom/close_range pass over
  * it: libiwarp's registry, verbs/xs_fdkeep.c); returns fd.  xsk_fd_close
  * forgets and closes it.  Any thread. */

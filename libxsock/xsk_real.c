@@ -181,6 +181,7 @@ static void stack_init_once(void)
 	PRIV(adopt_start);
 	PRIV(reg_mr_stag);
 	PRIV(plain);
+	PRIV(local_drop);
 	/* our exit close runs before the stack's exit handling, whichever
 	 * the loader runs first (xsock_priv_set_exit_close) */
 	__typeof__(xsock_priv_set_exit_close) *set_exit_close;
@@ -253,4 +254,16 @@ int xsk_fd_close(int fd)
 	if (st && st->fd_drop)
 		st->fd_drop(fd);
 	return xsk_real.close(fd);
+}
+
+void xsk_local_drop(const char *what, const char *why)
+{
+	const struct xsk_stack *st;
+
+	if (xsk_debug())
+		fprintf(stderr, "libxsock: %s dropped: %s\n", what, why);
+	xsk_real_init(); /* (a constructor's drop may come first) */
+	st = xsk_stack();
+	if (st && st->local_drop)
+		st->local_drop(XSOCK_LOCAL_BAD);
 }

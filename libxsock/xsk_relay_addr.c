@@ -22,9 +22,9 @@
 #include "libxsock/xsk_config.h"
 #include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_priv.h"
+#include "libxsock/xsk_raddr_wire.h"
 
 #define XSK_RADDR_MAX 64 /* relayed sockets one process knows; the oldest goes */
-#define XSK_RADDR_SA 28 /* octets of an address carried: sizeof(struct sockaddr_in6) */
 #define XSK_RADDR_EXEC_FDS 4096 /* descriptors an execve's export looks through */
 
 struct raddr {
@@ -103,41 +103,16 @@ bool xsk_raddr_find(int fd, struct sockaddr_storage *local, struct sockaddr_stor
 	return found;
 }
 
-/* ---- execve: "ino.dev.local.peer," per entry, the addresses in hex ---- */
-
-static char *put_hex(char *p, const struct sockaddr_storage *ss)
-{
-	const uint8_t *b = (const uint8_t *)ss;
-
-	for (int i = 0; i < XSK_RADDR_SA; i++)
-		p += sprintf(p, "%02x", b[i]);
-	return p;
-}
-
-static bool get_hex(const char **p, struct sockaddr_storage *ss)
-{
-	uint8_t *b = (uint8_t *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	for (int i = 0; i < XSK_RADDR_SA; i++) {
-		unsigned v;
-		if (sscanf(*p, "%2x", &v) != 1)
-			return false;
-		b[i] = (uint8_t)v;
-		*p += 2;
-	}
-	return true;
-}
+/* ---- execve: one entry per socket (xsk_raddr_wire.h) ---------------------- */
 
 char *xsk_raddr_exec_env(void)
 {
-	size_t per = 2 * 21 + 4 * XSK_RADDR_SA + 4;
 	char *env, *p;
 	int n, kept = 0;
 
 	if (!atomic_load(&raddr_n))
 		return NULL;
-	env = malloc(sizeof(XSK_RADDR_ENV) + 1 + XSK_RADDR_MAX * per);
+	env = malloc(sizeof(XSK_RADDR_ENV) + 1 + XSK_RADDR_MAX * XSK_RADDR_ENT_MAX + 1);
 	if (!env)
 		return NULL;
 	p = env + sprintf(env, "%s=", XSK_RADDR_ENV);
@@ -155,12 +130,11 @@ char *xsk_raddr_exec_env(void)
 		for (int i = 0; i < n; i++) {
 			if (done[i] || raddr_tab[i].dev != dev || raddr_tab[i].ino != ino)
 				continue;
-			p += sprintf(p, "%llu.%llu.", (unsigned long long)ino, (unsigned long long)dev);
-			p = put_hex(p, &raddr_tab[i].local);
-			*p++ = '.';
-			p = put_hex(p, &raddr_tab[i].peer);
-			*p++ = ',';
-			*p = '\0';
+			p += xsk_raddr_encode(&(struct xsk_raddr_ent){ .ino = (uint64_t)ino,
+								      .dev = (uint64_t)dev,
+								      .local = raddr_tab[i].local,
+								      .peer = raddr_tab[i].peer },
+					      p);
 			done[i] = true;
 			kept++;
 		}
@@ -175,28 +149,28 @@ char *xsk_raddr_exec_env(void)
 
 __attribute__((constructor)) static void xsk_raddr_adopt(void)
 {
-	const char *v = xsk_setting_str(XS_SET_RELAY_ADDR), *p;
+	const char *v = xsk_setting_str(XS_SET_RELAY_ADDR), *why = NULL;
 	char *copy;
 
 	if (!v || !*v)
 		return;
 	copy = strdup(v);
 	unsetenv(XSK_RADDR_ENV); /* the next execve says what it carries */
+	if (!copy)
+		return;
 	xsk_mutex_lock(&raddr_mu);
-	for (p = copy; p && *p;) {
-		unsigned long long ino, dev;
-		struct sockaddr_storage local, peer;
-		int used = 0;
+	for (size_t off = 0, len = strlen(copy), used; off < len && !why; off += used) {
+		struct xsk_raddr_ent e;
 
-		if (sscanf(p, "%llu.%llu.%n", &ino, &dev, &used) != 2 || !used)
-			break;
-		p += used;
-		if (!get_hex(&p, &local) || *p++ != '.' || !get_hex(&p, &peer) || *p++ != ',')
-			break;
-		put_locked((dev_t)dev, (ino_t)ino, &local, &peer);
+		why = xsk_raddr_decode(copy + off, len - off, &e, &used);
+		if (!why)
+			put_locked((dev_t)e.dev, (ino_t)e.ino, &e.local, &e.peer);
 	}
 	xsk_mutex_unlock(&raddr_mu);
 	free(copy);
+	/* the entries before it are kept: each stands alone */
+	if (why)
+		xsk_local_drop(XSK_RADDR_ENV " entry", why);
 }
 
 /* fork: the child's table is whole (xsk_fork.c's handlers). */

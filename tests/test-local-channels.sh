@@ -17,7 +17,11 @@
 #   - a set-user-ID program reads no XSOCK_* setting (its invoker's
 #     XSOCK_STAT_LOG would be a file it appends to, XSOCK_EXEC_FD state it
 #     adopts): as root, a set-user-ID root copy of tests/
-#     xsock-settings-dump run by nobody shows the defaults.
+#     xsock-settings-dump run by nobody shows the defaults;
+#   - a program under libxsock given an XSOCK_EXEC_FD memfd that is no
+#     hand-over and a malformed XSOCK_RELAY_ADDR (issue 31 item 3) runs,
+#     says what it dropped (XSOCK_DEBUG=1), and xsock-stat counts both as
+#     local_bad (tests/test-local-msg does the RoCE names' datagrams).
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "FAIL: no python3 (scripts/install-deps.sh)"; exit 1; }
@@ -153,6 +157,29 @@ if [ "$uid" = 0 ]; then
     fi
 else
     echo "note: not root: no set-user-ID check (root's run makes it)"
+fi
+
+# 6. What libxsock reads as a program starts, malformed.
+head -c 4096 /dev/urandom >"$tmp/junk"
+LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$socklib" XSOCK_DEBUG=1 XSOCK_EXEC_FD=7 \
+    XSOCK_RELAY_ADDR='12.34.zz,' sleep 30 7<"$tmp/junk" 2>"$tmp/ctor.err" &
+live=$!
+i=0
+while [ ! -e "/dev/shm/xsock-$uid-$live" ] && [ $i -lt 50 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+"$xstat" -p "$live" --json >"$tmp/ctor.json" 2>&1
+kill "$live" 2>/dev/null
+wait "$live" 2>/dev/null
+if ! grep -q '"local": {"local_bad": 2, "local_noqp": 0}' "$tmp/ctor.json" ||
+    ! grep -q "exec hand-over dropped: not from this libxsock" "$tmp/ctor.err" ||
+    ! grep -q "XSOCK_RELAY_ADDR entry dropped: malformed address" "$tmp/ctor.err"; then
+    echo "FAIL: a malformed exec hand-over and XSOCK_RELAY_ADDR not dropped and counted:"
+    cat "$tmp/ctor.err" "$tmp/ctor.json"
+    fail=1
+else
+    echo "ok: a malformed exec hand-over and XSOCK_RELAY_ADDR are dropped and counted"
 fi
 
 exit $fail

@@ -6,7 +6,8 @@
  *   xsock-stat -p PID --watch [S]  the same every S seconds, with rates
  *   -j / --json                    JSON instead of tables
  * Both show libxsock's connects that went plain TCP (the stack's
- * passthrough sockets, in VMA's words), when the file has them. */
+ * passthrough sockets, in VMA's words), and the messages on the stack's
+ * local channels dropped (local_bad, local_noqp), when the file has them. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -263,6 +264,9 @@ static int snap_take(const struct sfile *sf, struct snap *sn)
 		sn->hdr.argv0[XS_STAT_ARGV0 - 1] = 0;
 		sn->hdr.opened = LOAD(h->opened);
 		sn->hdr.closed_conns = LOAD(h->closed_conns);
+		sn->hdr.has_local = LOAD(h->has_local);
+		sn->hdr.local_bad = LOAD(h->local_bad);
+		sn->hdr.local_noqp = LOAD(h->local_noqp);
 		cnt_copy(&sn->total, &h->closed);
 		free(sn->conn);
 		free(sn->idx);
@@ -421,6 +425,18 @@ static void json_plain(const struct snap *sn)
 	printf("]}");
 }
 
+/* "local": {"local_bad": N, "local_noqp": N}, or null for a file
+ * without them. */
+static void json_local(const struct snap *sn)
+{
+	if (!sn->hdr.has_local) {
+		printf("\"local\": null");
+		return;
+	}
+	printf("\"local\": {\"local_bad\": %" PRIu64 ", \"local_noqp\": %" PRIu64 "}",
+	       sn->hdr.local_bad, sn->hdr.local_noqp);
+}
+
 static void json_snap(const struct snap *sn, const struct snap *prev)
 {
 	char loc[64], peer[64];
@@ -434,6 +450,8 @@ static void json_snap(const struct snap *sn, const struct snap *prev)
 	json_counters(&sn->total);
 	printf("}, ");
 	json_plain(sn);
+	printf(", ");
+	json_local(sn);
 	printf(", \"connections\": [");
 	for (unsigned i = 0; i < sn->n; i++) {
 		const struct xs_stat_conn *c = &sn->conn[i], *p = prev_of(prev, sn->idx[i], c->gen);
@@ -510,6 +528,10 @@ static void table_snap(const struct snap *sn, const struct snap *prev)
 	printf("pid %d (%s): %u connections open, %" PRIu64 " opened, %" PRIu64 " closed\n",
 	       sn->hdr.pid, sn->hdr.argv0, sn->n, sn->hdr.opened, sn->hdr.closed_conns);
 	table_plain(sn);
+	if (sn->hdr.has_local)
+		printf("local messages dropped: local_bad %" PRIu64 " (malformed, truncated, "
+		       "unknown version), local_noqp %" PRIu64 " (for no QP or comm ID of its own)\n",
+		       sn->hdr.local_bad, sn->hdr.local_noqp);
 	printf("%-6s %14s %14s %10s %10s %19s %17s %15s %15s %7s %-12s %-12s %5s %7s\n", "conn",
 	       "octets tx", "octets rx", "fpdus tx", "fpdus rx", "sends tx/rx", "writes tx/rx",
 	       "reads tx/rx", "rresp tx/rx", "term", "term tx", "term rx", "crc", "flushed");

@@ -41,6 +41,18 @@ enum xsock_plain_why {
 	XSOCK_PLAIN_OTHER, /* the stack could not try (its error, no route) */
 };
 void xsock_priv_plain(int why, const struct sockaddr *peer, socklen_t len);
+/* A message on one of the stack's local channels dropped (issue 31 item
+ * 3: docs/architecture.md section 8): malformed, truncated or of an
+ * unknown version (libxsock's: the exec hand-over memfd, XSOCK_RELAY_ADDR;
+ * libiwarp's own: the RoCE forwarding names), or for a QP or comm ID this
+ * process does not have.  Counted in the process's statistics file, made
+ * now if need be (xsock-stat(1): local_bad, local_noqp; nothing with
+ * XSOCK_STAT=0).  Any thread, no lock held. */
+enum xsock_local_why {
+	XSOCK_LOCAL_BAD, /* malformed, truncated, unknown version */
+	XSOCK_LOCAL_NOQP, /* for a QP or comm ID this process does not have */
+};
+void xsock_priv_local_drop(int why);
 /* A system-call sandbox starts in this process (libxsock sees its
  * setrlimit/prctl): the statistics file is removed now, not at exit. */
 void xsock_priv_sandbox(void);

@@ -233,9 +233,14 @@ static void on_req(const struct roce_cm_msg *m, const struct sockaddr_storage *l
 	char a[64];
 
 	if (!l) {
-		if (forwarded)
+		if (forwarded) {
+			/* the sender found our name for the service: gone since,
+			 * or no sender of ours */
+			xs_log("roce cm: forwarded REQ for service 0x%016llx not listened on here",
+			       (unsigned long long)q->service_id);
+			xs_stat_local_drop(XSOCK_LOCAL_NOQP);
 			no_owner(m, local, peer);
-		else
+		} else
 			pass_on(out, local->ss_family == AF_INET ? XRCM_SID4 : XRCM_SID6,
 				q->service_id);
 		return;
@@ -381,10 +386,16 @@ static void dispatch(const uint8_t *mad, const struct roce_cm_msg *m,
 				break;
 	}
 	if (!r) {
-		if (!forwarded && to_id && (to_id >> 16) != xrcm.tag)
+		if (!forwarded && to_id && (to_id >> 16) != xrcm.tag) {
 			pass_on(out, XRCM_TAG, to_id >> 16);
-		else
-			no_owner(m, local, peer);
+			return;
+		}
+		if (forwarded) {
+			xs_log("roce cm: forwarded %s for comm ID 0x%08x not ours",
+			       roce_cm_attr_str(attr), to_id);
+			xs_stat_local_drop(XSOCK_LOCAL_NOQP);
+		}
+		no_owner(m, local, peer);
 		return;
 	}
 	switch (attr) {
@@ -491,7 +502,10 @@ void xrcm_handle_mad(const uint8_t *mad, const struct sockaddr_storage *local,
 		return;
 	e = roce_cm_decode(mad, ROCE_MAD_LEN, m);
 	if (e != ROCE_CM_OK) {
-		xs_log("roce cm: MAD dropped: %s", roce_cm_err_str(e));
+		xs_log("roce cm: %sMAD dropped: %s", forwarded ? "forwarded " : "",
+		       roce_cm_err_str(e));
+		if (forwarded) /* no process of ours forwards what does not decode */
+			xs_stat_local_drop(XSOCK_LOCAL_BAD);
 		free(m);
 		return;
 	}

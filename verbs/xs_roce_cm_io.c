@@ -2,7 +2,8 @@
 /* The RoCE CM's sockets (xs_roce_cm_priv.h): UDP port 4791, where CM MADs
  * travel in UD SEND_ONLY packets between QP 1s (built and checked with
  * roce/: BTH, DETH with the GSI Q_Key, the ICRC), and the abstract Unix
- * names through which a MAD that reached the wrong process is passed on. */
+ * names through which a MAD that reached the wrong process is passed on
+ * (built and checked with xs_local_wire.h). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -162,16 +163,19 @@ int xrcm_unix_bind(enum xrcm_name kind, uint64_t v)
 static int fwd_once(enum xrcm_name kind, uint64_t v, const struct sockaddr_storage *local,
 		    const struct sockaddr_storage *peer, const uint8_t *mad)
 {
-	uint8_t b[XRCM_FWD_LEN];
+	struct xs_local_cm m = { .kind = XS_LOCAL_CM_MAD, .family = local->ss_family,
+				 .data = mad, .len = ROCE_MAD_LEN };
+	uint8_t b[XS_LOCAL_CM_MAD_LEN];
 	struct sockaddr_un un;
 	socklen_t len = unix_name(&un, kind, v);
+	size_t n;
 
-	b[0] = local->ss_family == AF_INET ? 4 : 6;
-	xrcm_addr_bytes(local, b + 1);
-	xrcm_addr_bytes(peer, b + 17);
-	memcpy(b + 33, mad, ROCE_MAD_LEN);
-	if (sendto(xrcm.fdu, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&un, len) ==
-	    (ssize_t)sizeof(b))
+	xrcm_addr_bytes(local, m.local);
+	xrcm_addr_bytes(peer, m.peer);
+	n = xs_local_cm_encode(&m, b, sizeof(b));
+	if (!n)
+		return EAFNOSUPPORT;
+	if (sendto(xrcm.fdu, b, n, MSG_DONTWAIT, (struct sockaddr *)&un, len) == (ssize_t)n)
 		return 0;
 	return errno;
 }
@@ -461,30 +465,27 @@ void xrcm_rx_udp(int fd)
 	}
 }
 
-/* A stray datagram (xs_rcm_stray) on the process's own Unix name: the
- * family with XRCM_STRAY, the sender's address, ours, the sender's port
- * (big-endian), the UDP payload. */
-#define XRCM_STRAY 0x80
-#define XRCM_STRAY_HDR (1 + 16 + 16 + 2)
-
+/* A stray datagram (xs_rcm_stray) to the process's own Unix name, for its
+ * engine to take as its port 4791 socket would have (xs_local_wire.h). */
 bool xrcm_stray_send(const uint8_t *pkt, size_t len, const struct sockaddr_storage *from,
 		     const struct sockaddr_storage *local)
 {
-	uint8_t b[XRCM_STRAY_HDR + XRCM_RX_MAX];
+	struct xs_local_cm m = { .kind = XS_LOCAL_CM_STRAY, .family = from->ss_family,
+				 .data = pkt, .len = len };
+	uint8_t b[XS_LOCAL_STRAY_MAX];
 	struct sockaddr_un un;
 	socklen_t ulen = unix_name(&un, XRCM_TAG, xrcm.tag);
-	uint16_t port = from->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)from)->sin6_port :
-						      ((const struct sockaddr_in *)from)->sin_port;
+	size_t n;
 
-	if (len > XRCM_RX_MAX || from->ss_family != local->ss_family)
+	if (from->ss_family != local->ss_family)
 		return false;
-	b[0] = XRCM_STRAY | (from->ss_family == AF_INET ? 4 : 6);
-	xrcm_addr_bytes(from, b + 1);
-	xrcm_addr_bytes(local, b + 17);
-	memcpy(b + 33, &port, 2); /* network order already */
-	memcpy(b + XRCM_STRAY_HDR, pkt, len);
-	return sendto(xrcm.fdu, b, XRCM_STRAY_HDR + len, MSG_DONTWAIT, (struct sockaddr *)&un,
-		      ulen) == (ssize_t)(XRCM_STRAY_HDR + len);
+	m.port = ntohs(from->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)from)->sin6_port :
+						     ((const struct sockaddr_in *)from)->sin_port);
+	xrcm_addr_bytes(from, m.peer);
+	xrcm_addr_bytes(local, m.local);
+	n = xs_local_cm_encode(&m, b, sizeof(b));
+	return n && sendto(xrcm.fdu, b, n, MSG_DONTWAIT, (struct sockaddr *)&un, ulen) ==
+			    (ssize_t)n;
 }
 
 /* fd is still the process's or a listener's (mu held): a listener closed
@@ -503,36 +504,37 @@ static bool fwd_fd_live(int fd)
 
 void xrcm_rx_fwd(int fd)
 {
-	uint8_t b[XRCM_STRAY_HDR + XRCM_RX_MAX + 1];
+	uint8_t b[XS_LOCAL_CM_MAX];
 	struct sockaddr_storage local, peer;
+	struct xs_local_cm m;
+	enum xs_local_err e;
 	ssize_t n;
 	int k;
 
 	for (k = 0; k < 32; k++) {
 		pthread_mutex_lock(&xrcm.mu);
-		n = fwd_fd_live(fd) ? recv(fd, b, sizeof(b), MSG_DONTWAIT) : -1;
+		n = fwd_fd_live(fd) ? recv(fd, b, sizeof(b), MSG_DONTWAIT | MSG_TRUNC) : -1;
 		pthread_mutex_unlock(&xrcm.mu);
 		if (n < 0)
 			return;
-		if (n > XRCM_STRAY_HDR && (b[0] == (XRCM_STRAY | 4) || b[0] == (XRCM_STRAY | 6)) &&
-		    n <= XRCM_STRAY_HDR + XRCM_RX_MAX) {
-			int fam = b[0] == (XRCM_STRAY | 4) ? AF_INET : AF_INET6;
-			uint16_t port;
-
-			xrcm_addr_from(fam, b + 1, &peer);
-			xrcm_addr_from(fam, b + 17, &local);
-			memcpy(&port, b + 33, 2);
-			if (fam == AF_INET)
-				((struct sockaddr_in *)&peer)->sin_port = port;
-			else
-				((struct sockaddr_in6 *)&peer)->sin6_port = port;
-			rx_datagram(b + XRCM_STRAY_HDR, (size_t)n - XRCM_STRAY_HDR, &peer, &local);
+		/* any process may send to the names: decoded, never trusted */
+		e = xs_local_cm_decode(b, (size_t)n, &m);
+		if (e != XS_LOCAL_OK) {
+			xs_log("roce cm: local datagram of %zd octets dropped: %s", n,
+			       xs_local_err_str(e));
+			xs_stat_local_drop(XSOCK_LOCAL_BAD);
 			continue;
 		}
-		if (n != XRCM_FWD_LEN || (b[0] != 4 && b[0] != 6))
+		xrcm_addr_from(m.family, m.local, &local);
+		xrcm_addr_from(m.family, m.peer, &peer);
+		if (m.kind == XS_LOCAL_CM_MAD) {
+			xrcm_handle_mad(m.data, &local, &peer, true);
 			continue;
-		xrcm_addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 1, &local);
-		xrcm_addr_from(b[0] == 4 ? AF_INET : AF_INET6, b + 17, &peer);
-		xrcm_handle_mad(b + 33, &local, &peer, true);
+		}
+		if (m.family == AF_INET)
+			((struct sockaddr_in *)&peer)->sin_port = htons(m.port);
+		else
+			((struct sockaddr_in6 *)&peer)->sin6_port = htons(m.port);
+		rx_datagram(m.data, m.len, &peer, &local);
 	}
 }

@@ -5,6 +5,7 @@
  *   xs_roce_cm_io.c  the CM sockets: UDP 4791 (MADs in UD SEND_ONLY
  *                    packets to and from QP 1) and the abstract Unix names
  *                    a MAD is passed on through to its owning process
+ *                    (their format: xs_local_wire.h)
  * Threads and locks as xs_roce_cm.h says: xrcm.mu guards the engine; the
  * receive calls run on the engine thread without it. */
 #ifndef XS_ROCE_CM_PRIV_H
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include "roce/roce.h"
+#include "verbs/xs_local_wire.h"
 #include "verbs/xs_roce_cm.h"
 
 #pragma GCC visibility push(hidden)
@@ -32,11 +34,10 @@
 #define XRCM_REDIAL_MS 1500
 #define XRCM_REDIAL_GAP_MS 20
 #define XRCM_MRA_TIMEOUT 20 /* what our MRAs ask for: 4.096 us * 2^20 ~ 4 s */
-#define XRCM_FWD_LEN (1 + 16 + 16 + ROCE_MAD_LEN) /* family, local, peer, MAD */
 #define XRCM_PKT_MAX (ROCE_BTH_LEN + ROCE_DETH_LEN + ROCE_MAD_LEN + 3 + ROCE_ICRC_LEN)
 /* the largest datagram the CM's sockets take: an RC packet of a 4096-octet
- * path MTU with its headers (xrcm_early) */
-#define XRCM_RX_MAX (ROCE_MAX_HDR_LEN + 4096 + 3 + ROCE_ICRC_LEN)
+ * path MTU with its headers (xrcm_early), as large as a stray carries */
+#define XRCM_RX_MAX XS_LOCAL_PKT_MAX
 
 enum xrcm_state { S_REQ_SENT, S_REP_RCVD, S_REQ_RCVD, S_REP_SENT, S_EST, S_DREQ_SENT, S_TIMEWAIT,
 		  S_DONE };

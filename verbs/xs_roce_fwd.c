@@ -17,8 +17,11 @@
  * takes it as its own socket would have (its engine thread polls the name
  * too).  A run of such packets of one size (a UDP GRO datagram) goes as
  * one datagram: a 4-octet header (the packets' size, version 0) and the
- * packets back to back.  A forward that finds the owner's queue full is
- * dropped: the sender's retransmit timer covers it as any loss. */
+ * packets back to back (xs_local_wire.h).  A forward that finds the
+ * owner's queue full is dropped: the sender's retransmit timer covers it
+ * as any loss.  Any process may send to the name: a datagram that is not
+ * such a forward, or holds a packet for another QP, is dropped whole and
+ * counted (xsock-stat's local_bad, local_noqp). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -31,11 +34,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "util/xs_be.h"
+#include "verbs/xs_local_wire.h"
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
 
-#define XR_FWD_HDR 4
+/* a forward is received into the QP's first two receive buffers */
+_Static_assert(XS_LOCAL_FWD_MAX <= 2 * XR_RX_BUF && XR_BATCH >= 2, "room for a forward");
+_Static_assert(XR_RX_BUF <= XS_LOCAL_FWD_PKTS_MAX, "a forward holds a receive buffer's packets");
 
 static socklen_t fwd_name(struct sockaddr_un *un, const struct sockaddr_storage *local,
 			  uint32_t qpn)
@@ -114,14 +119,13 @@ static int fwd_any_fd(void)
 static int fwd_pass(int fd, const struct sockaddr_storage *local, uint32_t qpn,
 		    const uint8_t *pkts, size_t len, size_t seg)
 {
-	uint8_t hdr[XR_FWD_HDR];
+	uint8_t hdr[XS_LOCAL_FWD_HDR];
 	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)pkts, len } };
 	struct sockaddr_un un;
 	struct msghdr m = { .msg_name = &un, .msg_iov = iov, .msg_iovlen = 2 };
 
 	m.msg_namelen = fwd_name(&un, local, qpn);
-	xs_put_be16(hdr, (uint16_t)seg);
-	xs_put_be16(hdr + 2, 0);
+	xs_local_fwd_hdr(hdr, seg);
 	xr_wire_send();
 	if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 		return 0;
@@ -166,17 +170,22 @@ void xr_fwd_drain(struct xs_roce_conn *x)
 		return;
 	xr_in_rx = true;
 	while (!atomic_load(&x->fatal) &&
-	       (n = recv(x->fwd_fd, buf, XR_FWD_HDR + XR_RX_BUF, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
-		size_t len = (size_t)n, seg;
+	       (n = recv(x->fwd_fd, buf, XS_LOCAL_FWD_MAX, MSG_DONTWAIT | MSG_TRUNC)) >= 0) {
+		struct xs_local_fwd f;
+		enum xs_local_err e;
+		const uint8_t *pkt;
+		size_t len;
 
 		xr_wire_recv();
-		if (len > XR_FWD_HDR + XR_RX_BUF || len <= XR_FWD_HDR || xs_get_be16(buf + 2) != 0)
-			continue; /* not from a libiwarp of this version */
-		seg = xs_get_be16(buf);
-		if (!seg)
+		e = xs_local_fwd_decode(buf, (size_t)n, x->path.qpn, &f);
+		if (e != XS_LOCAL_OK) {
+			xs_log("roce: QP %u: forward of %zd octets dropped: %s", x->path.qpn, n,
+			       xs_local_err_str(e));
+			xs_stat_local_drop(e == XS_LOCAL_NOQP ? XSOCK_LOCAL_NOQP : XSOCK_LOCAL_BAD);
 			continue;
-		for (size_t off = XR_FWD_HDR; off < len && !atomic_load(&x->fatal); off += seg)
-			xr_rx_packet(x, buf + off, len - off < seg ? len - off : seg);
+		}
+		while (!atomic_load(&x->fatal) && xs_local_fwd_next(&f, &pkt, &len))
+			xr_rx_packet(x, pkt, len);
 		if (!atomic_load(&x->fatal))
 			xr_resp_flush_ack(x);
 	}

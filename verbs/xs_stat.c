@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The process's statistics file for xsock-stat(1): /dev/shm/xsock-UID-PID,
- * mode 0600, made on the first connection or the first of libxsock's
- * connects that went plain TCP (unless XSOCK_STAT=0), removed at
- * exit (a process that ends without exit handlers leaves it: the next
- * process to make its file, or xsock-stat, removes it once the pid is
- * gone).  Slots are given out
+ * mode 0600, made on the first connection, the first of libxsock's
+ * connects that went plain TCP or the first local message dropped
+ * (unless XSOCK_STAT=0), removed at exit (a process that ends without
+ * exit handlers leaves it: the next process to make its file, or
+ * xsock-stat, removes it once the pid is gone).  Slots are given out
  * and taken back here, under stat_mu; the counters in them are written by
  * the hooks of xs_stat.h without any lock.  After fork the child gets a
  * file of its own mapped where the parent's was, so the slots of the
@@ -198,6 +198,7 @@ static bool stat_ready(void)
 	h->nslots = XS_STAT_SLOTS;
 	h->plain_off = (uint32_t)PLAIN_OFF;
 	h->plain_size = sizeof(struct xs_stat_plain);
+	h->has_local = 1;
 	snprintf(h->argv0, sizeof(h->argv0), "%s", program_invocation_name);
 	stat_hdr_init(h);
 	atexit(stat_unlink); /* (fork: xs_stat_fork_child) */
@@ -380,4 +381,28 @@ XS_EXPORT void xsock_priv_plain(int why, const struct sockaddr *peer, socklen_t 
 	__atomic_fetch_add(&p->seq, 1, __ATOMIC_ACQ_REL);
 out:
 	pthread_mutex_unlock(&stat_mu);
+}
+
+void xs_stat_local_drop(enum xsock_local_why why)
+{
+	struct xs_stat_hdr *h;
+
+	if (!xs_config()->stat)
+		return;
+	pthread_mutex_lock(&stat_mu);
+	if (stat_ready()) {
+		h = &stat_map->hdr;
+		if (why == XSOCK_LOCAL_NOQP)
+			XS_STAT_ADD(h, local_noqp, 1);
+		else
+			XS_STAT_ADD(h, local_bad, 1);
+	}
+	pthread_mutex_unlock(&stat_mu);
+}
+
+/* libxsock's drops (its exec hand-over, XSOCK_RELAY_ADDR): counted here,
+ * in the one file of the process. */
+XS_EXPORT void xsock_priv_local_drop(int why)
+{
+	xs_stat_local_drop(why == XSOCK_LOCAL_NOQP ? XSOCK_LOCAL_NOQP : XSOCK_LOCAL_BAD);
 }

@@ -21,6 +21,7 @@
 #include "iwarp/rdmap_wire.h"
 #include "mpa/mpa.h"
 #include "util/xs_err.h"
+#include "verbs/xs_priv_abi.h"
 #include "verbs/xs_stat_shm.h"
 
 struct xs_conn;
@@ -66,6 +67,12 @@ void xs_stat_addr_of(struct xs_stat_addr *out, const struct sockaddr_storage *ss
 /* A WR of owner's QP completed as flushed.  Any thread; takes the stat
  * lock (flushes are rare: the slot is looked up by owner). */
 void xs_stat_flushed(const struct xs_conn *owner);
+
+/* A message on a local channel dropped (xs_priv_abi.h's enum
+ * xsock_local_why): counted in the file's header, which is made now if
+ * need be (nothing with XSOCK_STAT=0).  Rare (a hostile or broken local
+ * peer): any thread; takes the stat lock. */
+void xs_stat_local_drop(enum xsock_local_why why);
 
 /* The counter a message of each RDMAP opcode adds to (its index among
  * the uint64_t of struct xs_stat_dir; 0, the octets: none). */

@@ -18,7 +18,11 @@
  *   releases before it, whose header had 64 reserved octets there) counts
  *   libxsock's connects that went on as plain TCP (went[], each read
  *   whole); last[] is consistent when its seq is even and the same before
- *   and after the copy. */
+ *   and after the copy;
+ * - the local drops (hdr.has_local: 0 in the files of releases before
+ *   them, whose header kept these octets reserved as zeros) count the
+ *   messages on the stack's local channels that were dropped, each read
+ *   whole. */
 #ifndef XS_STAT_SHM_H
 #define XS_STAT_SHM_H
 
@@ -146,7 +150,13 @@ struct xs_stat_hdr {
 	/* struct xs_stat_plain: its offset in the file and size (0, 0: a
 	 * file of an older release, which reserved these octets as zeros) */
 	uint32_t plain_off, plain_size;
-	uint8_t reserved[56];
+	/* messages on the stack's local channels dropped (xs_priv_abi.h's
+	 * xsock_priv_local_drop): malformed, truncated or of an unknown
+	 * version; for a QP or comm ID the process does not have.  has_local
+	 * 0: a file of an older release (reserved zeros there) */
+	uint32_t has_local, pad1;
+	uint64_t local_bad, local_noqp;
+	uint8_t reserved[32];
 };
 
 /* The file: the header, then nslots slots, then struct xs_stat_plain. */

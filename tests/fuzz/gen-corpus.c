@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Writes the seed corpora in tests/fuzz/corpus/ from real frames: the siw
  * vectors of tests/test-mpa-frame.c and tests/test-iw-stream.c, the ICRC
- * known answers of tests/test-roce.c, rdma_rxe's CM MADs, and streams and packets the project's
- * own encoders produce (iw_tx over a capture buffer, as
+ * known answers of tests/test-roce.c, rdma_rxe's CM MADs, and streams,
+ * packets and local messages the project's own encoders produce (iw_tx over a capture buffer, as
  * tests/test-iw-stream.c does).  Built and run by `scripts/fuzz.sh
  * --gen-corpus`; the output is committed, so this only runs when the input
  * formats of the harnesses change.
@@ -16,10 +16,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "iwarp/iw_stream.h"
+#include "libxsock/xsk_exec_wire.h"
+#include "libxsock/xsk_raddr_wire.h"
 #include "roce/roce.h"
 #include "roce/roce_cm.h"
 #include "tests/vectors/siw-init-rev2-stream.h"
+#include "util/xs_be.h"
+#include "verbs/xs_local_wire.h"
 
 static const char *outdir;
 static unsigned nfiles;
@@ -547,6 +554,212 @@ static void gen_roce_cm(void)
 	}
 }
 
+/* ---- local messages -------------------------------------------------------- */
+
+/* fuzz-local-msg: octet 0 the decoder (0 forward, 1 CM, 2 exec header,
+ * 3 exec entry, 4 XSOCK_RELAY_ADDR), then what the encoders write, and a
+ * few refusals of each kind. */
+static void put_local(const char *name, uint8_t kind, const uint8_t *b, size_t len)
+{
+	put("fuzz-local-msg", name, &kind, 1, b, len);
+}
+
+/* An RC packet for QP qpn with a payload of paylen octets: its length. */
+static size_t local_pkt(uint8_t *b, uint8_t op, uint32_t qpn, uint32_t paylen)
+{
+	static const uint8_t pay[64] = "local message payload";
+	struct roce_ip ip = { .sport = 0xc011, .dport = ROCE_UDP_PORT,
+			      .src = { 127, 0, 0, 1 }, .dst = { 127, 0, 0, 1 } };
+	struct roce_pkt p = { .bth = { .opcode = op, .pkey = 0xffff, .dqpn = qpn, .psn = 7 } };
+	size_t n = roce_pkt_build(&p, pay, paylen, &ip, b);
+
+	if (!n)
+		abort();
+	return n;
+}
+
+static void gen_local_fwd(void)
+{
+	/* QPN 0x000011, then the datagram */
+	uint8_t b[3 + XS_LOCAL_FWD_HDR + 4 * 128] = { 0x00, 0x00, 0x11 }, *d = b + 3;
+	size_t seg, n;
+
+	seg = local_pkt(d + XS_LOCAL_FWD_HDR, ROCE_RC_SEND_ONLY, 0x11, 21);
+	xs_local_fwd_hdr(d, seg);
+	put_local("fwd-one", 0, b, 3 + XS_LOCAL_FWD_HDR + seg);
+	/* a GRO run: three packets of one size, the last shorter */
+	n = 0;
+	for (int i = 0; i < 3; i++)
+		n += local_pkt(d + XS_LOCAL_FWD_HDR + n, ROCE_RC_SEND_MIDDLE, 0x11, 64);
+	seg = n / 3;
+	n += local_pkt(d + XS_LOCAL_FWD_HDR + n, ROCE_RC_SEND_LAST, 0x11, 16);
+	xs_local_fwd_hdr(d, seg);
+	put_local("fwd-run", 0, b, 3 + XS_LOCAL_FWD_HDR + n);
+	/* refusals: another version, segment size 0, no packet, a short
+	 * packet, another QP */
+	xs_put_be16(d + 2, 1);
+	put_local("fwd-version", 0, b, 3 + XS_LOCAL_FWD_HDR + n);
+	xs_put_be16(d, 0);
+	xs_put_be16(d + 2, 0);
+	put_local("fwd-seg0", 0, b, 3 + XS_LOCAL_FWD_HDR + n);
+	xs_local_fwd_hdr(d, seg);
+	put_local("fwd-empty", 0, b, 3 + XS_LOCAL_FWD_HDR);
+	put_local("fwd-short", 0, b, 3 + XS_LOCAL_FWD_HDR + ROCE_BTH_LEN - 1);
+	b[2] = 0x12;
+	put_local("fwd-noqp", 0, b, 3 + XS_LOCAL_FWD_HDR + n);
+}
+
+static void gen_local_cm(void)
+{
+	uint8_t mad[ROCE_MAD_LEN], pkt[ROCE_MAX_HDR_LEN + 64 + 3 + ROCE_ICRC_LEN];
+	uint8_t b[XS_LOCAL_STRAY_MAX];
+	struct roce_cm_msg m;
+	struct xs_local_cm c = { .kind = XS_LOCAL_CM_MAD, .family = AF_INET,
+				 .local = { 127, 0, 0, 1 }, .peer = { 127, 0, 0, 1 },
+				 .data = mad, .len = ROCE_MAD_LEN };
+	size_t n;
+
+	roce_cm_hdr_init(&m, ROCE_CM_ATTR_RTU, 0x0000000100000000ull | ROCE_CM_ATTR_RTU);
+	m.u.rtu.local_comm_id = 0x11223344;
+	m.u.rtu.remote_comm_id = 0x55667788;
+	roce_cm_encode(&m, mad);
+	n = xs_local_cm_encode(&c, b, sizeof(b));
+	put_local("cm-mad4", 1, b, n);
+	c.family = AF_INET6;
+	memset(c.local, 0, 16);
+	memset(c.peer, 0, 16);
+	c.local[15] = c.peer[15] = 1;
+	n = xs_local_cm_encode(&c, b, sizeof(b));
+	put_local("cm-mad6", 1, b, n);
+	c.kind = XS_LOCAL_CM_STRAY;
+	c.port = 0xc011;
+	c.data = pkt;
+	c.len = local_pkt(pkt, ROCE_RC_SEND_ONLY, 0x11, 64);
+	n = xs_local_cm_encode(&c, b, sizeof(b));
+	put_local("cm-stray6", 1, b, n);
+	c.family = AF_INET;
+	memset(c.local, 0, 16);
+	memcpy(c.local, (const uint8_t[]){ 127, 0, 0, 1 }, 4);
+	memcpy(c.peer, c.local, 16);
+	n = xs_local_cm_encode(&c, b, sizeof(b));
+	put_local("cm-stray4", 1, b, n);
+	/* refusals: an IPv4 address with octets after its 4, another family,
+	 * a stray with no payload, a MAD cut short */
+	b[1 + 4] = 1;
+	put_local("cm-addr", 1, b, n);
+	b[0] = 0x80 | 5;
+	put_local("cm-family", 1, b, n);
+	b[0] = 0x80 | 4;
+	put_local("cm-stray-empty", 1, b, XS_LOCAL_STRAY_HDR);
+	c.kind = XS_LOCAL_CM_MAD;
+	c.data = mad;
+	c.len = ROCE_MAD_LEN;
+	n = xs_local_cm_encode(&c, b, sizeof(b));
+	put_local("cm-mad-short", 1, b, n - 1);
+}
+
+static void gen_local_exec(void)
+{
+	uint8_t hdr[XSK_EXEC_HDR_LEN], *b;
+	struct xsk_exec_ent *e = calloc(1, sizeof(*e));
+	struct xsk *o;
+	struct xsk_rmsg *r;
+	uint32_t nrecv = 384 + 32; /* libxsock's default credits and extra receives */
+
+	if (!e)
+		abort();
+	xsk_exec_hdr_encode(hdr, 1);
+	put_local("exec-hdr", 2, hdr, sizeof(hdr));
+	xsk_exec_hdr_encode(hdr, XSK_EXEC_MAX + 1);
+	put_local("exec-hdr-count", 2, hdr, sizeof(hdr));
+	xsk_exec_hdr_encode(hdr, 1);
+	hdr[7] ^= 1; /* "XSKEXEC3" */
+	put_local("exec-hdr-magic", 2, hdr, sizeof(hdr));
+	/* one connected socket as libxsock's defaults make it (xsk_res.c) */
+	o = &e->sock;
+	o->family = AF_INET;
+	o->rbuf_size = 1u << 16;
+	o->rbuf_offset = 100;
+	o->rbuf_free_offset = o->rbuf_size / 2;
+	o->rbuf_bytes_avail = o->rbuf_size / 2;
+	o->rq_size = 384;
+	o->rmsg_cap = nrecv + 1;
+	o->rmsg_head = 3;
+	o->rmsg_count = 2;
+	o->rbytes = 300;
+	o->sbuf_size = 256u * 1024;
+	o->sbuf_head = o->sbuf_tail = 4096;
+	o->target_sge = 1;
+	o->remote_sge = 1;
+	e->nfds = 2;
+	e->fds[0] = 0;
+	e->fds[1] = 1;
+	e->tcpfd = 5;
+	for (int i = 0; i < XSOCK_WIRE_LEN; i++)
+		e->wire[i] = (uint8_t)i;
+	e->rkey = 0x1234;
+	e->iova = 0x7f0000001000ull;
+	e->mem_len = o->rbuf_size + RS_SGL_SIZE * RS_SGE_LEN + nrecv * 4;
+	e->sbuf_size = o->sbuf_size;
+	e->rmsg_cap = o->rmsg_cap;
+	b = malloc(XSK_EXEC_ENT_LEN + 4 * (size_t)e->rmsg_cap);
+	r = calloc(e->rmsg_cap, sizeof(*r));
+	if (!b || !r)
+		abort();
+	r[3].len = 100;
+	r[4].len = 200;
+	xsk_exec_ent_encode(e, b);
+	xsk_exec_rmsg_encode(r, e->rmsg_cap, b + XSK_EXEC_ENT_LEN);
+	put_local("exec-ent", 3, b, XSK_EXEC_ENT_LEN + 4 * (size_t)e->rmsg_cap);
+	put_local("exec-ent-short", 3, b, XSK_EXEC_ENT_LEN - 1);
+	o->rbuf_offset = o->rbuf_size; /* a read position past its ring */
+	xsk_exec_ent_encode(e, b);
+	put_local("exec-ent-rbuf", 3, b, XSK_EXEC_ENT_LEN);
+	free(r);
+	free(b);
+	free(e);
+}
+
+static void gen_local_raddr(void)
+{
+	struct xsk_raddr_ent e = { .ino = 123456, .dev = 8 };
+	struct sockaddr_in *l4 = (struct sockaddr_in *)&e.local, *p4 = (struct sockaddr_in *)&e.peer;
+	struct sockaddr_in6 *l6, *p6;
+	char s[2 * XSK_RADDR_ENT_MAX + 1];
+	size_t n;
+
+	l4->sin_family = p4->sin_family = AF_INET;
+	l4->sin_port = htons(7174);
+	p4->sin_port = htons(40000);
+	l4->sin_addr.s_addr = p4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	n = xsk_raddr_encode(&e, s);
+	put_local("raddr-4", 4, (const uint8_t *)s, n);
+	memset(&e, 0, sizeof(e));
+	e.ino = 18446744073709551615ull;
+	e.dev = 0;
+	l6 = (struct sockaddr_in6 *)&e.local;
+	p6 = (struct sockaddr_in6 *)&e.peer;
+	l6->sin6_family = p6->sin6_family = AF_INET6;
+	l6->sin6_port = htons(22);
+	p6->sin6_port = htons(50000);
+	l6->sin6_addr = p6->sin6_addr = in6addr_loopback;
+	n += xsk_raddr_encode(&e, s + n);
+	put_local("raddr-4-6", 4, (const uint8_t *)s, n);
+	s[0] = '0'; /* a leading zero */
+	put_local("raddr-zero", 4, (const uint8_t *)s, n);
+	s[0] = '1';
+	s[n - 1] = ';';
+	put_local("raddr-sep", 4, (const uint8_t *)s, n);
+}
+
+static void gen_local_msg(void)
+{
+	gen_local_fwd();
+	gen_local_cm();
+	gen_local_exec();
+	gen_local_raddr();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -562,6 +775,7 @@ int main(int argc, char **argv)
 	gen_rdmap_rx();
 	gen_roce_pkt();
 	gen_roce_cm();
+	gen_local_msg();
 	printf("gen-corpus: %u files in %s\n", nfiles, outdir);
 	return 0;
 }
