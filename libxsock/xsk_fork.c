@@ -197,9 +197,28 @@ static void parent_listener(struct xsk *s)
 	xsk_mutex_unlock(&s->mu);
 }
 
+/* A thread whose look came between libiwarp's handler and the new
+ * xsk_fork_gen waits on no TCP socket (xsk_io.c, rx_refused): wake it,
+ * so that its next look claims the connection.  The ready fd is cleared
+ * by that look. */
+static void parent_kick(struct xsk *s)
+{
+	uint64_t one = 1;
+
+	xsk_mutex_lock(&s->mu);
+	if (s->fork_kick) {
+		s->fork_kick = false;
+		if (s->ready_fd >= 0 && !s->ready_set &&
+		    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
+			s->ready_set = true;
+	}
+	xsk_mutex_unlock(&s->mu);
+}
+
 static void parent_sock(struct xsk *s)
 {
 	parent_listener(s);
+	parent_kick(s);
 	if (s->state == XSK_CONNECTED && s->relay)
 		xsk_relay_fork_side(s, true);
 }

@@ -22,13 +22,31 @@ static bool rx_on_app_thread(const struct xsk *s, const struct xsk_stack *st)
 	return st && st->rx_wait && s->state == XSK_CONNECTED && s->id && !s->peer_gone;
 }
 
+/* The stack would not let this thread receive (s->mu held): if that is
+ * because the connection is a fork's and nobody's yet, this process's
+ * claim predates the fork (the look came after libiwarp's parent handler
+ * made it unclaimed and before fork_parent moved xsk_fork_gen on), and the
+ * wait about to start watches no TCP socket: nothing would wake it (git
+ * clone's side-band thread, in read() while git forks index-pack, hung 1
+ * clone in 60).  fork_parent wakes it (xsk_fork.c, parent_sock) so that
+ * its next look claims the connection. */
+static void rx_refused(struct xsk *s, const struct xsk_stack *st)
+{
+	if (st->fork_mode && st->fork_mode(s->id) == XSOCK_PRIV_FORK_UNCLAIMED)
+		s->fork_kick = true;
+}
+
 int xsk_rx_wait_begin(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
+	int fd;
 
 	if (!rx_on_app_thread(s, st) || !xsk_fork_use(s))
 		return -1;
-	return st->rx_wait(s->id, 1);
+	fd = st->rx_wait(s->id, 1);
+	if (fd < 0)
+		rx_refused(s, st);
+	return fd;
 }
 
 void xsk_rx_wait_end(struct xsk *s)
@@ -57,8 +75,10 @@ static void rx_watch(struct xsk *s)
 	const struct xsk_stack *st = xsk_stack();
 	bool want = s->ep_in_regs > 0 && !s->shut_rd && !s->foreign && rx_on_app_thread(s, st);
 
-	if (want && st->rx_wait(s->id, 2))
+	if (want && st->rx_wait(s->id, 2)) {
 		want = false; /* stalled or ended: the engine takes it */
+		rx_refused(s, st);
+	}
 	if (!want) {
 		xsk_rx_unwatch(s);
 		return;

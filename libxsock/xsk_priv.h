@@ -360,6 +360,10 @@ struct xsk {
 	unsigned claim_gen; /* xsk_fork_gen when last claimed */
 	pid_t owner_pid; /* the process that made it: a kernel stack obeys it alone */
 	bool foreign; /* another process uses the connection: EBUSY here */
+	/* a look found the connection unclaimed though claim_gen said ours:
+	 * it came between libiwarp's fork handler and the new xsk_fork_gen,
+	 * so its wait has no TCP socket; fork_parent wakes it (s->mu) */
+	bool fork_kick;
 	_Atomic unsigned svc_gen; /* listener: xsk_fork_gen when handed to the service thread */
 	unsigned refresh_gen; /* child: xsk_fork_gen when its fds were remade */
 	int refresh_fd; /* ... and the first application fd number given the new epoll */

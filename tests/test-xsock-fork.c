@@ -12,13 +12,18 @@
  *     its writes) and keeps the connection's addresses, its close does not
  *     disconnect; the child's close does (the peer reads EOF).
  *  4. a process that owns a connection ends with _exit without closing it
- *     (rsync's receiver): the peer reads the data, then EOF, not a reset. */
+ *     (rsync's receiver): the peer reads the data, then EOF, not a reset.
+ *  5. a thread blocked in read() while another forks again and again
+ *     (git clone's side-band thread while git forks index-pack): every
+ *     octet arrives; a look between libiwarp's fork handler and libxsock's
+ *     left the reader waiting with nothing to wake it (1 clone in 60). */
 #include "config.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -278,6 +283,80 @@ static void test_owner_exit(void)
 	CHECK(close(lfd) == 0);
 }
 
+#define FR_CHUNK 512
+#define FR_CHUNKS 4000
+#define FR_FORKS 300
+
+struct fork_reader {
+	int fd;
+	_Atomic size_t got;
+	_Atomic bool ok;
+};
+
+static void *fr_read(void *arg)
+{
+	struct fork_reader *r = arg;
+	uint8_t want[FR_CHUNK], in[FR_CHUNK];
+	bool ok = true;
+
+	for (unsigned i = 0; i < FR_CHUNKS && ok; i++) {
+		fill(want, sizeof(want), i);
+		ok = xs_read_full(r->fd, in, sizeof(in)) == 0 && memcmp(in, want, sizeof(in)) == 0;
+		if (ok)
+			r->got += sizeof(in);
+	}
+	r->ok = ok;
+	return NULL;
+}
+
+static void *fr_write(void *arg)
+{
+	int fd = *(int *)arg;
+	uint8_t out[FR_CHUNK];
+
+	for (unsigned i = 0; i < FR_CHUNKS; i++) {
+		fill(out, sizeof(out), i);
+		if (xs_write_full(fd, out, sizeof(out)) != 0)
+			break;
+		if (i % 16 == 0)
+			usleep(200); /* the reader blocks and wakes often */
+	}
+	return NULL;
+}
+
+static void test_fork_while_reading(void)
+{
+	struct fork_reader r = { .fd = -1 };
+	pthread_t rt, wt;
+	int a, b;
+
+	make_pair(&a, &b);
+	r.fd = a;
+	REQUIRE(pthread_create(&rt, NULL, fr_read, &r) == 0);
+	REQUIRE(pthread_create(&wt, NULL, fr_write, &b) == 0);
+	for (int i = 0; i < FR_FORKS && r.got < (size_t)FR_CHUNK * FR_CHUNKS; i++) {
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+		CHECK(wait_child(pid) == 0);
+	}
+	/* bounded: a reader left waiting would never end */
+	for (int i = 0; i < 2000 && r.got < (size_t)FR_CHUNK * FR_CHUNKS; i++)
+		usleep(10000);
+	if (r.got < (size_t)FR_CHUNK * FR_CHUNKS) {
+		fprintf(stderr, "a reader during forks stalled at %zu of %d octets\n",
+			(size_t)r.got, FR_CHUNK * FR_CHUNKS);
+		CHECK(false);
+		return; /* its threads end with the process */
+	}
+	pthread_join(rt, NULL);
+	pthread_join(wt, NULL);
+	CHECK(r.ok);
+	CHECK(close(a) == 0);
+	CHECK(close(b) == 0);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -285,5 +364,6 @@ int main(void)
 	test_exec_children();
 	test_both_use();
 	test_owner_exit();
+	test_fork_while_reading();
 	return xs_test_result();
 }

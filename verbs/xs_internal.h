@@ -447,9 +447,10 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 
 /* A connection's standing in this process after a fork. */
 enum xs_fork_mode {
-	XS_FORK_MINE = 0, /* never shared, or claimed by this process */
-	XS_FORK_DORMANT = 1, /* shared by a fork, nobody claimed it yet: not received on */
-	XS_FORK_FOREIGN = 2, /* another process uses it: no I/O, no FIN from here */
+	XS_FORK_MINE = XSOCK_PRIV_FORK_MINE, /* never shared, or claimed by this process */
+	/* shared by a fork, nobody claimed it yet: not received on */
+	XS_FORK_DORMANT = XSOCK_PRIV_FORK_UNCLAIMED,
+	XS_FORK_FOREIGN = XSOCK_PRIV_FORK_FOREIGN, /* another process uses it: no I/O, no FIN from here */
 };
 
 /* A MAP_SHARED page run of owner words made at a fork; refcounted by the

@@ -153,6 +153,11 @@ void xsock_priv_fork_init(void);
 int xsock_priv_claim(struct rdma_cm_id *id);
 int xsock_priv_release(struct rdma_cm_id *id);
 int xsock_priv_fork_mode(struct rdma_cm_id *id);
+enum {
+	XSOCK_PRIV_FORK_MINE = 0,
+	XSOCK_PRIV_FORK_UNCLAIMED = 1,
+	XSOCK_PRIV_FORK_FOREIGN = 2,
+};
 
 /* An option on the id's TCP connection, or an abortive close (RST):
  * op is one of these.  0 or -errno. */
