@@ -44,6 +44,20 @@ case_inetd() {
 
 case_inetd inetd 3 1000000 "$chk" echo
 case_inetd chain 1 300000 env XSOCK_X=1 "$chk" echo
+# the counts travel with the connection through both execs: the service's
+# line says what the client's says, mirrored (before, it counted only what
+# came after the last execve, often nothing)
+num() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p"; }
+cli_tx=$(grep '"initiator": true' "$tmp/chain.stack" | num tx_octets)
+cli_rx=$(grep '"initiator": true' "$tmp/chain.stack" | num rx_octets)
+srv_tx=$(grep '"initiator": false' "$tmp/chain.stack" | num tx_octets | sort -n | tail -1)
+srv_rx=$(grep '"initiator": false' "$tmp/chain.stack" | num rx_octets | sort -n | tail -1)
+if [ -n "$cli_tx" ] && [ "$cli_tx" = "$srv_rx" ] && [ "$cli_rx" = "$srv_tx" ]; then
+    echo "chain: the service's account is the connection's: rx $srv_rx, tx $srv_tx octets"
+else
+    echo "FAIL chain: the client sent ${cli_tx:-?} and got ${cli_rx:-?} octets, the service's line says rx ${srv_rx:-?} tx ${srv_tx:-?}"
+    cat "$tmp/chain.stack"; fail=1
+fi
 # closefrom(3) and close_range(2) in the service (sshd, Python's subprocess)
 # pass over the stack's descriptors, before an exec and after one
 case_inetd closefrom 2 500000 "$chk" closefrom "$chk" echo

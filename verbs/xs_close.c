@@ -219,9 +219,9 @@ void xs_conn_put(struct xs_conn *c)
 
 /* Process exit: give lingering connections and delayed FINs their time
  * (the engine thread dies with the process, and the kernel would reset a
- * socket closed with unread input).  Bounded by the settings.  A
- * destructor for exit(); libxsock calls it for _exit (xs_priv_abi.h). */
-__attribute__((destructor)) static void xs_engine_exit_wait(void)
+ * socket closed with unread input).  Bounded by the settings.  From
+ * exit_destructor for exit(); libxsock calls it for _exit (xs_priv_abi.h). */
+static void xs_engine_exit_wait(void)
 {
 	const struct xs_config *cfg = xs_config();
 
@@ -266,4 +266,19 @@ XS_EXPORT void xsock_priv_exit_wait(void)
 {
 	xs_engine_exit_wait();
 	xs_roce_exit_wait();
+}
+
+/* The library's one destructor for exit(): libxsock's sockets closed
+ * first, then both engines' waits.  As two destructors (this wait here,
+ * the close and RoCE's wait in xs_roce_cm.c) their order was the link's:
+ * the iWARP wait ran before the close had queued its CMD_CLOSE, and the
+ * process could end before the engine ran it (1 exit in 10 of a client
+ * with its connection open: no FIN after a linger, no XSOCK_STAT_LOG
+ * line; CI's test-xsock-exec.sh "chain").  Not for _exit, whose callers
+ * rely on stdio not being flushed: libxsock closes its sockets itself
+ * there, then calls xsock_priv_exit_wait. */
+__attribute__((destructor)) static void exit_destructor(void)
+{
+	xs_run_exit_close();
+	xsock_priv_exit_wait();
 }

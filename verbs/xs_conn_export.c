@@ -97,6 +97,8 @@ stopped:
 	memcpy(w->tx_msn, c->tx.msn, sizeof(w->tx_msn));
 	for (unsigned qn = 0; qn < 3; qn++)
 		w->rx_msn[qn] = c->rx.ddp.queues[qn] ? c->rx.ddp.queues[qn]->msn_head : 1;
+	xs_stat_conn_carry_out(c->stat, &w->carry);
+	w->initiator = c->initiator;
 	/* the copy that survives execve (the engine's is close-on-exec) */
 	int fd = fcntl(c->fd, F_DUPFD, 3);
 	if (fd < 0) {
@@ -144,8 +146,11 @@ struct xs_conn *xs_conn_adopt(int fd, const struct xs_conn_wire *w)
 	c->tx.mpa.pos = w->tx_pos;
 	memcpy(c->tx.msn, w->tx_msn, sizeof(c->tx.msn));
 	mpa_rx_reset_at(&c->rx.mpa, w->rx_pos);
+	c->rx.fpdus = w->carry.rx_msgs; /* xs_stat_rx sets the slot's count from it */
 	c->adopted = true;
 	memcpy(c->adopt_rx_msn, w->rx_msn, sizeof(c->adopt_rx_msn));
+	c->adopt_carry = w->carry;
+	c->initiator = w->initiator;
 	c->state = CONN_ACCEPTED;
 	return c;
 }

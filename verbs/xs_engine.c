@@ -322,6 +322,8 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	if (q_aresp)
 		ddp_rx_add_queue(&c->rx.ddp, q_aresp);
 	c->stat = xs_stat_conn_open(c, c->fd, &c->agreed, c->initiator);
+	if (c->adopted)
+		xs_stat_conn_carry_in(c->stat, &c->adopt_carry);
 	c->state = CONN_ESTABLISHED;
 	if (!xs_eng_on_thread)
 		pthread_mutex_unlock(&c->rx_mu);

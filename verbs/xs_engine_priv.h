@@ -271,6 +271,7 @@ struct xs_conn {
 	pthread_t export_thread;
 	bool adopted;
 	uint32_t adopt_rx_msn[3];
+	struct xs_stat_carry adopt_carry; /* the old image's counts, for c->stat */
 	struct xs_stat_conn *stat; /* its counters for xsock-stat (xs_stat.c; NULL: none) */
 };
 

@@ -362,6 +362,8 @@ struct xs_conn_wire {
 	uint32_t tx_pos, rx_pos; /* MPA stream positions (Markers) */
 	uint32_t tx_msn[3]; /* next MSN we send per untagged queue */
 	uint32_t rx_msn[3]; /* next MSN we expect per untagged queue */
+	struct xs_stat_carry carry; /* the counts so far (xs_stat.h) */
+	bool initiator; /* this side connected (its XSOCK_STAT_LOG line says so) */
 };
 /* Application thread, before execve: stop the connection where its stream
  * is at an FPDU boundary both ways (receiving on this thread, bounded by

@@ -61,7 +61,7 @@ void xs_roce_params(uint16_t ird, uint16_t ord, struct xs_tp_params *p);
  * rdma_get_udp_sport (include/rdma/ib_verbs.h), symmetric in the QPNs. */
 uint16_t xs_roce_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
 
-/* Process exit (xs_roce_cm.c's destructor, after libxsock's exit close;
+/* Process exit (xs_close.c's destructor, after libxsock's exit close;
  * xsock_priv_exit_wait for _exit): the CM disconnects what the program
  * left up and waits for the answers, then the lingering connections get
  * their time; each bounded by XSOCK_LINGER_MS.  The engine's part alone:

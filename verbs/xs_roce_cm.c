@@ -1105,22 +1105,13 @@ static void cm_exit_wait(void)
 	pthread_mutex_unlock(&xrcm.mu);
 }
 
-/* A destructor, as the iWARP engine's exit wait (xs_close.c).  libxsock's
- * exit close goes first (xsock_priv_set_exit_close): its sockets each get
- * their data and DISCONNECT message ACKed before their DREQ.  When this
- * ran first it sent every DREQ, and each of libxsock's closes then waited
- * XSOCK_LINGER_MS for an ACK that could no longer come (wrk's exit with
- * 64 connections over RoCE: a minute). */
+/* At exit, after libxsock's exit close (xs_close.c's exit_destructor):
+ * its sockets each get their data and DISCONNECT message ACKed before
+ * their DREQ.  When this ran first it sent every DREQ, and each of
+ * libxsock's closes then waited XSOCK_LINGER_MS for an ACK that could no
+ * longer come (wrk's exit with 64 connections over RoCE: a minute). */
 void xs_roce_exit_wait(void)
 {
 	cm_exit_wait();
 	xs_roce_loop_exit_wait();
-}
-
-/* (not for _exit, whose callers rely on stdio not being flushed:
- * libxsock closes its sockets itself there, then xsock_priv_exit_wait) */
-__attribute__((destructor)) static void exit_destructor(void)
-{
-	xs_run_exit_close();
-	xs_roce_exit_wait();
 }

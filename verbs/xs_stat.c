@@ -305,6 +305,27 @@ void xs_stat_conn_ended(struct xs_stat_conn *s)
 		.rx_msgs = __atomic_load_n(&s->c.rx.fpdus, __ATOMIC_RELAXED) });
 }
 
+void xs_stat_conn_carry_out(const struct xs_stat_conn *s, struct xs_stat_carry *out)
+{
+	*out = (struct xs_stat_carry){ 0 };
+	if (!s)
+		return;
+	out->tx_octets = __atomic_load_n(&s->c.tx.octets, __ATOMIC_RELAXED);
+	out->rx_octets = __atomic_load_n(&s->c.rx.octets, __ATOMIC_RELAXED);
+	out->tx_msgs = __atomic_load_n(&s->c.tx.fpdus, __ATOMIC_RELAXED);
+	out->rx_msgs = __atomic_load_n(&s->c.rx.fpdus, __ATOMIC_RELAXED);
+}
+
+void xs_stat_conn_carry_in(struct xs_stat_conn *s, const struct xs_stat_carry *in)
+{
+	if (!s)
+		return;
+	XS_STAT_ADD(&s->c.tx, octets, in->tx_octets);
+	XS_STAT_ADD(&s->c.rx, octets, in->rx_octets);
+	XS_STAT_ADD(&s->c.tx, fpdus, in->tx_msgs);
+	XS_STAT_ADD(&s->c.rx, fpdus, in->rx_msgs);
+}
+
 void xs_stat_conn_close(struct xs_stat_conn *s)
 {
 	struct xs_stat_hdr *h;

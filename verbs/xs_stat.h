@@ -61,6 +61,16 @@ struct xs_stat_log_conn {
 	uint64_t tx_octets, rx_octets, tx_msgs, rx_msgs;
 };
 void xs_stat_log(const struct xs_stat_log_conn *c);
+/* What a connection carried before an exec hand-over, so that the new
+ * image's account (its slot, its XSOCK_STAT_LOG line) is the whole
+ * connection's and not only what came after the execve.  _out: the old
+ * image, its connection stopped (xs_conn_export), zeros for NULL; _in:
+ * the new image's slot once opened, NULL is fine.  Any thread, no lock. */
+struct xs_stat_carry {
+	uint64_t tx_octets, rx_octets, tx_msgs, rx_msgs;
+};
+void xs_stat_conn_carry_out(const struct xs_stat_conn *s, struct xs_stat_carry *out);
+void xs_stat_conn_carry_in(struct xs_stat_conn *s, const struct xs_stat_carry *in);
 /* The address as the statistics file keeps it. */
 void xs_stat_addr_of(struct xs_stat_addr *out, const struct sockaddr_storage *ss);
 
