@@ -15,7 +15,7 @@
  *   parent   xsk_fork_gen moves on: each socket claims its connection on
  *            its next use (xsk_progress; the claim is xsk_claim.c's); a
  *            listener, released, accepts again at that use too
- *            (parent_listener);
+ *            (parent_sock);
  *   child    the same, and every IWARP socket gets files of its own: the
  *            application's fd number (an epoll instance the parent shares)
  *            is replaced by a new epoll fd holding the socket's channels
@@ -173,52 +173,45 @@ static void fork_prepare(void)
 	xsk_raddr_fork_prepare();
 }
 
-/* The parent's listener accepts nothing until the parent uses it again
- * (a pre-fork server's master never does: connections its engine took
- * would wait there forever).  A thread of ours already waiting on it is
- * woken to claim it back (its next look, xsk_fork_use).  That look must
- * claim even if the thread's last one came after fork_parent moved
- * xsk_fork_gen on and before this release (Open MPI's PMIx listener
- * thread, in select() while mpirun forks its ranks, then never accepted
- * again: 1 run in 8 of 4 ranks hung), so the release forgets the claim. */
-static void parent_listener(struct xsk *s)
+/* Its ready fd raised (s->mu held), unless it is already: the next look
+ * of a thread waiting on the socket clears it. */
+static void ready_raise(struct xsk *s)
+{
+	uint64_t one = 1;
+
+	if (s->ready_fd >= 0 && !s->ready_set &&
+	    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
+		s->ready_set = true;
+}
+
+/* The parent's side of each socket, under its lock:
+ * - a listener accepts nothing until the parent uses it again (a
+ *   pre-fork server's master never does: connections its engine took
+ *   would wait there forever).  A thread of ours already waiting on it is
+ *   woken to claim it back (its next look, xsk_fork_use).  That look must
+ *   claim even if the thread's last one came after fork_parent moved
+ *   xsk_fork_gen on and before this release (Open MPI's PMIx listener
+ *   thread, in select() while mpirun forks its ranks, then never
+ *   accepted again: 1 run in 8 of 4 ranks hung), so the release forgets
+ *   the claim;
+ * - a thread whose look came between libiwarp's handler and the new
+ *   xsk_fork_gen waits on no TCP socket (xsk_io.c, rx_refused): it is
+ *   woken, so that its next look claims the connection. */
+static void parent_sock(struct xsk *s)
 {
 	const struct xsk_stack *st = xsk_stack();
-	uint64_t one = 1;
 
 	xsk_mutex_lock(&s->mu);
 	if (s->state == XSK_LISTENING && !s->foreign && s->id && st && st->release &&
 	    st->release(s->id) == 0) {
 		s->claim_gen = atomic_load(&xsk_fork_gen) - 1; /* not this generation's */
-		if (s->ready_fd >= 0 && !s->ready_set &&
-		    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
-			s->ready_set = true; /* cleared by its next look */
+		ready_raise(s);
 	}
-	xsk_mutex_unlock(&s->mu);
-}
-
-/* A thread whose look came between libiwarp's handler and the new
- * xsk_fork_gen waits on no TCP socket (xsk_io.c, rx_refused): wake it,
- * so that its next look claims the connection.  The ready fd is cleared
- * by that look. */
-static void parent_kick(struct xsk *s)
-{
-	uint64_t one = 1;
-
-	xsk_mutex_lock(&s->mu);
 	if (s->fork_kick) {
 		s->fork_kick = false;
-		if (s->ready_fd >= 0 && !s->ready_set &&
-		    xsk_real.write(s->ready_fd, &one, sizeof(one)) == sizeof(one))
-			s->ready_set = true;
+		ready_raise(s);
 	}
 	xsk_mutex_unlock(&s->mu);
-}
-
-static void parent_sock(struct xsk *s)
-{
-	parent_listener(s);
-	parent_kick(s);
 	if (s->state == XSK_CONNECTED && s->relay)
 		xsk_relay_fork_side(s, true);
 }
