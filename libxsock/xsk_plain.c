@@ -27,7 +27,8 @@
 /* XSOCK_DEBUG's words for each enum xsock_plain_why. */
 static const char *const plain_why_str[] = {
 	[XSOCK_PLAIN_OCTETS] = "the peer answered octets that are no MPA Reply",
-	[XSOCK_PLAIN_CLOSED] = "the peer closed the connection without an MPA Reply",
+	[XSOCK_PLAIN_CLOSED] = "the peer refused, reset or closed the TCP connection "
+			       "before any MPA Reply",
 	[XSOCK_PLAIN_SILENT] = "no MPA Reply in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO)",
 	[XSOCK_PLAIN_REMEMBERED] = "a plain TCP server lately",
 	[XSOCK_PLAIN_OTHER] = "the stack cannot connect",

@@ -35,7 +35,7 @@ int xsock_priv_listen_mixed(struct rdma_cm_id *id);
  * Any thread, no lock held. */
 enum xsock_plain_why {
 	XSOCK_PLAIN_OCTETS, /* the peer answered octets that are no MPA Reply */
-	XSOCK_PLAIN_CLOSED, /* it closed (or reset) the connection before any */
+	XSOCK_PLAIN_CLOSED, /* it refused, reset or closed the connection before any */
 	XSOCK_PLAIN_SILENT, /* no answer in XSOCK_PLAIN_PROBE_MS (or SO_SNDTIMEO) */
 	XSOCK_PLAIN_REMEMBERED, /* a plain TCP server lately: no MPA try */
 	XSOCK_PLAIN_OTHER, /* the stack could not try (its error, no route) */
