@@ -408,6 +408,7 @@ void roce_cm_route(const uint8_t mad[ROCE_MAD_LEN], struct roce_cm_route *r)
 	r->service_id = r->attr == ROCE_CM_ATTR_REQ ? xs_get_be64(mad + A(8)) : 0;
 	/* every attribute but REQ has its remote comm ID after its local */
 	r->remote_comm_id = r->attr == ROCE_CM_ATTR_REQ ? 0 : xs_get_be32(mad + A(4));
+	r->local_comm_id = xs_get_be32(mad + A(0));
 }
 
 enum roce_cm_err roce_cm_decode(const uint8_t *mad, size_t len, struct roce_cm_msg *m)

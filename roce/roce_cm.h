@@ -169,6 +169,7 @@ struct roce_cm_route {
 	uint16_t attr;
 	uint64_t service_id; /* REQ */
 	uint32_t remote_comm_id; /* the rest */
+	uint32_t local_comm_id; /* every attribute's first field: the sender's */
 };
 void roce_cm_route(const uint8_t mad[ROCE_MAD_LEN], struct roce_cm_route *r);
 /* "REQ", "REP", ... or "attr 0x..": for logs (static storage for unknown
