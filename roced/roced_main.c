@@ -58,9 +58,10 @@ static void on_signal(int sig)
 
 static void say(const char *what, const struct roced_client *c, enum roced_verdict v)
 {
-	if (verbose)
-		fprintf(stderr, "xsock-roced: %s%s%d: %s\n", what, c ? " of pid " : "",
-			c ? (int)c->pid : 0, roced_verdict_str(v));
+	if (verbose && c)
+		fprintf(stderr, "xsock-roced: %s of pid %d: %s\n", what, (int)c->pid, roced_verdict_str(v));
+	else if (verbose)
+		fprintf(stderr, "xsock-roced: %s: %s\n", what, roced_verdict_str(v));
 }
 
 static void drop(const char *what, struct roced_client *c, enum roced_verdict v)

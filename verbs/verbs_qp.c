@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "roced/roced_wire.h"
 #include "verbs/verbs_qp_priv.h"
 #include "verbs/xs_roce.h"
 #include "verbs/xs_roce_dev.h"
@@ -110,7 +111,29 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q->qp.recv_cq = a->recv_cq;
 	q->qp.srq = a->srq;
 	q->qp.qp_type = IBV_QPT_RC;
-	q->qp.qp_num = qpn_alloc();
+	q->relay_fd = -1;
+	if (xs_ctx_is_roce(pd->context) && xs_roce_relay_on()) {
+		/* the daemon's QPN, unique on the host: it routes by it */
+		struct roced_msg claim = { .kind = ROCED_CLAIM };
+		uint32_t qpn = 0;
+
+		q->relay_fd = xs_roce_relay_open(&claim, &qpn);
+		if (q->relay_fd < 0) {
+			xs_log("QP: no QPN from xsock-roced: %s", strerror(-q->relay_fd));
+			int e = -q->relay_fd == ENOENT ? EAGAIN : -q->relay_fd;
+
+			ddp_queue_destroy(&q->rq);
+			free(q->rwr);
+			free(q->sgs);
+			free(q);
+			__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
+			errno = e;
+			return NULL;
+		}
+		q->qp.qp_num = qpn;
+	} else {
+		q->qp.qp_num = qpn_alloc();
+	}
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
 	pthread_mutex_init(&q->lock, NULL);
@@ -246,6 +269,8 @@ XS_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&((struct xs_cq *)ibqp->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	xs_async_forget(ibqp->context, ibqp); /* no upcall can queue one any more */
+	if (q->relay_fd >= 0)
+		xs_fd_close(q->relay_fd); /* (a lingering connection holds its own) */
 	pthread_mutex_destroy(&q->qp.mutex);
 	pthread_cond_destroy(&q->qp.cond);
 	pthread_mutex_destroy(&q->lock);
@@ -347,6 +372,8 @@ static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
 	}
 	p.qpn = q->qp.qp_num;
 	p.dest_qpn = attr->dest_qp_num;
+	p.relay = q->relay_fd >= 0;
+	p.relay_fd = q->relay_fd;
 	p.rq_psn = attr->rq_psn;
 	p.mtu = 128u << attr->path_mtu;
 	p.flow_label = attr->ah_attr.grh.flow_label;

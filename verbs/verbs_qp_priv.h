@@ -82,6 +82,9 @@ struct xs_qp {
 		struct ibv_qp_ex qpx;
 	};
 	struct xs_wrb *wrb; /* ibv_wr_* builder (created with send ops) */
+	/* xsock_roce0 with xsock-roced: the connection that holds qp_num
+	 * (xs_roce_relay.c), for the RoCE connection RTR makes; else -1 */
+	int relay_fd;
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
 	pthread_mutex_t lock;

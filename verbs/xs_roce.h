@@ -20,6 +20,9 @@
 struct xs_roce_path {
 	struct sockaddr_storage local, peer; /* IP addresses (ports ignored) */
 	uint32_t qpn, dest_qpn;
+	/* the QP's connection to xsock-roced (xs_roce_relay_on), when relay */
+	bool relay;
+	int relay_fd;
 	uint32_t rq_psn;
 	uint32_t mtu; /* path MTU in octets: 256 .. 4096 */
 	uint32_t flow_label; /* the AV's GRH flow label (0: from the QPNs) */
@@ -47,6 +50,20 @@ void xs_roce_set_stray(xs_roce_stray_fn fn);
  * thread; never waits. */
 int xs_roce_pass_to_qp(const struct sockaddr_storage *local, uint32_t qpn, const uint8_t *pkt,
 		       size_t len);
+
+/* ---- xsock-roced (xs_roce_relay.c) ---- */
+struct roced_msg;
+/* A daemon of root's (or of our user's) listens in this network
+ * namespace: every RoCE socket of the process is a connection to it
+ * (looked at once per process).  Any thread. */
+bool xs_roce_relay_on(void);
+/* A new connection to the daemon and its first request (CLAIM, CM_OPEN,
+ * LISTEN): the fd (non-blocking, kept) with *value the reply's, or
+ * -errno.  Any thread, no lock needed. */
+int xs_roce_relay_open(const struct roced_msg *req, uint32_t *value);
+/* A request on fd and its reply, which is the next message (bounded
+ * wait): the reply's value, or -errno (its errno, -ETIMEDOUT, -EPROTO). */
+int xs_roce_relay_call(int fd, const struct roced_msg *req);
 
 /* RTR: -EADDRNOTAVAIL (local address not ours), -EINVAL, -ENOMEM, or the
  * socket calls' errors. */

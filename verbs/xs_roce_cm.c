@@ -29,6 +29,7 @@
 #include <openssl/rand.h>
 
 #include "roce/roce.h"
+#include "roced/roced_wire.h"
 #include "util/xs_clock.h"
 #include "verbs/xs_roce.h"
 #include "verbs/xs_internal.h"
@@ -119,6 +120,36 @@ static void reset_after_fork(void)
 	xrcm.in_cb = NULL;
 }
 
+/* Through xsock-roced: the CM's connection and its tag (mu held). */
+static int relay_start(void)
+{
+	struct roced_msg open = { .kind = ROCED_CM_OPEN };
+	uint32_t tag = 0;
+	int fd = xs_roce_relay_open(&open, &tag);
+
+	if (fd < 0) {
+		xs_log("roce cm: xsock-roced gave no CM channel: %s", strerror(-fd));
+		return fd;
+	}
+	xs_fd_drop(fd); /* closed as the CM's other files are */
+	xrcm.fdu = fd;
+	xrcm.tag = (uint16_t)tag;
+	return 0;
+}
+
+/* A listener's connection for family's REQs for sid: fd or -errno
+ * (-EADDRINUSE: the service has a listener on the host). */
+static int relay_listen(int family, uint64_t sid)
+{
+	struct roced_msg l = { .kind = ROCED_LISTEN, .family = family, .service_id = sid };
+	uint32_t v;
+	int fd = xs_roce_relay_open(&l, &v);
+
+	if (fd >= 0)
+		xs_fd_drop(fd);
+	return fd;
+}
+
 /* mu held. */
 static int start(void)
 {
@@ -130,6 +161,13 @@ static int start(void)
 		return 0;
 	if (xrcm.pid)
 		reset_after_fork();
+	xrcm.relay = xs_roce_relay_on();
+	if (xrcm.relay) {
+		rc = relay_start();
+		if (rc < 0)
+			return rc;
+		goto thread;
+	}
 	xrcm.fd4 = xrcm_udp_open(AF_INET);
 	if (xrcm.fd4 < 0) {
 		rc = xrcm.fd4;
@@ -151,6 +189,7 @@ static int start(void)
 			break;
 		}
 	}
+thread:
 	xrcm.wake = xsock_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (xrcm.fdu < 0 || xrcm.wake < 0) {
 		rc = xrcm.fdu < 0 ? xrcm.fdu : -errno;
@@ -703,11 +742,13 @@ int xs_rcm_listen(const struct sockaddr *local, bool afonly, uint64_t service_id
 	pthread_mutex_lock(&xrcm.mu);
 	rc = start();
 	if (!rc && (!v6 || !afonly)) {
-		l->fd[0] = xrcm_unix_bind(XRCM_SID4, service_id);
+		l->fd[0] = xrcm.relay ? relay_listen(AF_INET, service_id)
+				      : xrcm_unix_bind(XRCM_SID4, service_id);
 		rc = l->fd[0] < 0 ? l->fd[0] : 0;
 	}
 	if (!rc && v6) {
-		l->fd[1] = xrcm_unix_bind(XRCM_SID6, service_id);
+		l->fd[1] = xrcm.relay ? relay_listen(AF_INET6, service_id)
+				      : xrcm_unix_bind(XRCM_SID6, service_id);
 		rc = l->fd[1] < 0 ? l->fd[1] : 0;
 	}
 	if (rc) {

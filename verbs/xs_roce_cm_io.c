@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "roced/roced_wire.h"
 #include "util/xs_clock.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_roce.h"
@@ -224,14 +225,33 @@ static bool send_local(const struct sockaddr_storage *local, const struct sockad
 {
 	struct roce_cm_route rt;
 
-	if (xrcm.fdu < 0 || !peer_is_local(local, peer))
-		return false;
+	if (xrcm.relay || xrcm.fdu < 0 || !peer_is_local(local, peer))
+		return false; /* (the daemon routes a local MAD itself) */
 	roce_cm_route(mad, &rt);
 	/* the owner's side of the addresses: ours is its peer */
 	if (rt.attr == ROCE_CM_ATTR_REQ)
 		return !fwd_once(peer->ss_family == AF_INET ? XRCM_SID4 : XRCM_SID6, rt.service_id,
 				 peer, local, mad);
 	return rt.remote_comm_id && !fwd_once(XRCM_TAG, rt.remote_comm_id >> 16, peer, local, mad);
+}
+
+/* Through xsock-roced: the datagram as it would leave UDP 4791, to the
+ * daemon, which sends it or hands it to a local process's CM. */
+static void relay_send(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+		       const uint8_t *pkt, size_t n)
+{
+	struct xs_local_cm m = { .kind = XS_LOCAL_CM_STRAY, .family = peer->ss_family,
+				 .data = pkt, .len = n };
+	struct roced_msg h = { .kind = ROCED_MAD };
+	uint8_t b[ROCED_HDR_LEN + XS_LOCAL_STRAY_MAX];
+	size_t len;
+
+	xrcm_addr_bytes(local, m.local);
+	xrcm_addr_bytes(peer, m.peer);
+	roced_encode(&h, b, sizeof(b));
+	len = xs_local_cm_encode(&m, b + ROCED_HDR_LEN, sizeof(b) - ROCED_HDR_LEN);
+	if (!len || send(xrcm.fdu, b, ROCED_HDR_LEN + len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		xs_log("roce cm: MAD to xsock-roced lost: %s", len ? strerror(errno) : "too long");
 }
 
 /* One MAD to peer's QP 1 from local (mu held or engine thread). */
@@ -269,6 +289,10 @@ void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_s
 	n = roce_pkt_build(&p, mad, ROCE_MAD_LEN, &ip, pkt);
 	if (!n)
 		return;
+	if (xrcm.relay) {
+		relay_send(local, peer, pkt, n);
+		return;
+	}
 	memset(&cbuf, 0, sizeof(cbuf));
 	memset(&msg, 0, sizeof(msg));
 	iov.iov_base = pkt;
@@ -504,7 +528,7 @@ static bool fwd_fd_live(int fd)
 
 void xrcm_rx_fwd(int fd)
 {
-	uint8_t b[XS_LOCAL_CM_MAX];
+	uint8_t b[ROCED_HDR_LEN + XS_LOCAL_CM_MAX];
 	struct sockaddr_storage local, peer;
 	struct xs_local_cm m;
 	enum xs_local_err e;
@@ -517,8 +541,23 @@ void xrcm_rx_fwd(int fd)
 		pthread_mutex_unlock(&xrcm.mu);
 		if (n < 0)
 			return;
+		const uint8_t *body = b;
+		size_t blen = (size_t)n;
+
+		if (xrcm.relay) { /* the daemon's: a MAD message's body */
+			struct roced_msg h;
+
+			if ((size_t)n > sizeof(b) || roced_decode(b, (size_t)n, &h) != ROCED_OK ||
+			    h.kind != ROCED_MAD) {
+				xs_log("roce cm: a message of %zd octets from xsock-roced dropped", n);
+				xs_stat_local_drop(XSOCK_LOCAL_BAD);
+				continue;
+			}
+			body = h.body;
+			blen = h.body_len;
+		}
 		/* any process may send to the names: decoded, never trusted */
-		e = xs_local_cm_decode(b, (size_t)n, &m);
+		e = xs_local_cm_decode(body, blen, &m);
 		if (e != XS_LOCAL_OK) {
 			xs_log("roce cm: local datagram of %zd octets dropped: %s", n,
 			       xs_local_err_str(e));

@@ -85,6 +85,10 @@ struct xrcm_engine {
 	pid_t pid; /* the process that started the engine (fork: again) */
 	pthread_t thread;
 	int fd4, fd6, fdu, wake;
+	/* through xsock-roced (xs_roce_relay_on): no UDP socket (fd4, fd6
+	 * -1), fdu the CM's connection to the daemon, each listener's fds its
+	 * own connections; MADs go and come as ROCED_MAD */
+	bool relay;
 	uint16_t tag;
 	uint16_t seq;
 	struct xs_rcm *conns;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdatomic.h>
@@ -170,6 +171,29 @@ static void conn_free(struct xs_roce_conn *x)
 	free(x);
 }
 
+/* Through xsock-roced: the QP's connection (a duplicate, so that the
+ * connection may outlive the QP while it lingers) carries everything, and
+ * the peer is registered before anything can come.  A peer of this host
+ * gets our packets from the daemon as they are; a remote one gets them
+ * from the daemon's UDP 4791, which the ICRC must then cover. */
+static int relay_open(struct xs_roce_conn *x)
+{
+	int rc;
+
+	x->fwd_fd = xsock_fd_high(fcntl(x->path.relay_fd, F_DUPFD_CLOEXEC, 0));
+	if (x->fwd_fd < 0)
+		return -errno;
+	xs_fd_keep(x->fwd_fd);
+	x->relay = true;
+	rc = xr_relay_peer(x);
+	if (rc < 0)
+		return rc;
+	if (!rc)
+		x->ip_tx.sport = ROCE_UDP_PORT;
+	atomic_store(&x->gso, true);
+	return 0;
+}
+
 int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 {
 	struct xs_roce_conn *x;
@@ -216,6 +240,12 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if (p->relay) {
+		rc = relay_open(x);
+		if (rc < 0)
+			goto fail;
+		goto listed;
+	}
 	/* the name first: a packet passed on to it waits there until attach */
 	rc = xr_fwd_open(x);
 	if (rc < 0)
@@ -241,11 +271,13 @@ int xs_roce_conn_create(const struct xs_roce_path *p, struct xs_conn **out)
 		rc = -errno;
 		goto fail;
 	}
+listed:
 	rc = xr_loop_add(x);
 	if (rc < 0)
 		goto fail;
-	xs_log("roce: QP %u -> %u sport %u peer sport %u mtu %u rq_psn %u", p->qpn,
-	       p->dest_qpn, sport, peer_sport, p->mtu, x->path.rq_psn);
+	xs_log("roce: QP %u -> %u sport %u peer sport %u mtu %u rq_psn %u%s", p->qpn,
+	       p->dest_qpn, x->ip_tx.sport, x->ip_rx.sport, p->mtu, x->path.rq_psn,
+	       x->relay ? " (through xsock-roced)" : "");
 	*out = xr_conn(x);
 	return 0;
 fail:
@@ -287,6 +319,14 @@ int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len)
 {
 	ssize_t n;
 
+	if (x->relay) {
+		struct iovec iov = { (void *)pkt, len };
+		int rc = xr_relay_send(x, &iov, 1, len);
+
+		if (rc < 0)
+			x->tx_err++;
+		return rc;
+	}
 	xr_wire_send();
 	do
 		n = sendto(x->tx_fd, pkt, len, MSG_NOSIGNAL, (struct sockaddr *)&x->to, x->to_len);
@@ -298,6 +338,24 @@ int xr_xmit(struct xs_roce_conn *x, const uint8_t *pkt, size_t len)
 		return -errno;
 	}
 	return 0;
+}
+
+/* Through xsock-roced: each run of packets one message (the daemon
+ * sends it with UDP_SEGMENT as we would have, or hands it to a local
+ * peer's connection as it is). */
+static void relay_slots(struct xs_roce_conn *x, const struct mmsghdr *m, unsigned nm)
+{
+	for (unsigned i = 0; i < nm; i++) {
+		const struct msghdr *h = &m[i].msg_hdr;
+
+		if (xr_relay_send(x, h->msg_iov, (unsigned)h->msg_iovlen, h->msg_iov[0].iov_len) < 0) {
+			x->tx_err++; /* lost: the retransmit timer sends it again */
+			continue;
+		}
+		__atomic_fetch_add(&x->wire_tx_pkts, h->msg_iovlen, __ATOMIC_RELAXED);
+		for (size_t e = 0; e < h->msg_iovlen; e++)
+			__atomic_fetch_add(&x->wire_tx_octets, h->msg_iov[e].iov_len, __ATOMIC_RELAXED);
+	}
 }
 
 /* The queued slots leave in one sendmmsg; a run of slots of one length
@@ -348,6 +406,10 @@ void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
 		}
 		nm++;
 		i += k;
+	}
+	if (x->relay) {
+		relay_slots(x, m, nm);
+		return;
 	}
 	while (done < nm) {
 		int r;
@@ -467,6 +529,8 @@ ssize_t xr_rx_drain(struct xs_roce_conn *x, size_t budget)
 	ssize_t total = 0;
 	bool was = xr_in_rx;
 
+	if (x->relay) /* all comes on the daemon's connection */
+		return xr_fwd_drain(x);
 	xr_in_rx = true;
 	while (!atomic_load(&x->fatal) && (size_t)total < budget) {
 		int n;

@@ -34,12 +34,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "roced/roced_wire.h"
 #include "verbs/xs_local_wire.h"
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
 
 /* a forward is received into the QP's first two receive buffers */
-_Static_assert(XS_LOCAL_FWD_MAX <= 2 * XR_RX_BUF && XR_BATCH >= 2, "room for a forward");
+_Static_assert(XS_LOCAL_FWD_MAX + ROCED_HDR_LEN <= 2 * XR_RX_BUF && XR_BATCH >= 2, "room for a forward");
 _Static_assert(XR_RX_BUF <= XS_LOCAL_FWD_PKTS_MAX, "a forward holds a receive buffer's packets");
 
 static socklen_t fwd_name(struct sockaddr_un *un, const struct sockaddr_storage *local,
@@ -160,34 +161,49 @@ void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size
 	       pkts[0], rc == -ENOENT ? "no such QP" : strerror(-rc));
 }
 
-void xr_fwd_drain(struct xs_roce_conn *x)
+ssize_t xr_fwd_drain(struct xs_roce_conn *x)
 {
 	uint8_t *buf = x->rx_bufs; /* XR_BATCH (>= 2) buffers of XR_RX_BUF */
 	bool was = xr_in_rx;
-	ssize_t n;
+	ssize_t n, total = 0;
 
 	if (x->fwd_fd < 0)
-		return;
+		return 0;
 	xr_in_rx = true;
 	while (!atomic_load(&x->fatal) &&
-	       (n = recv(x->fwd_fd, buf, XS_LOCAL_FWD_MAX, MSG_DONTWAIT | MSG_TRUNC)) >= 0) {
+	       (n = recv(x->fwd_fd, buf, XS_LOCAL_FWD_MAX + ROCED_HDR_LEN, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
 		struct xs_local_fwd f;
 		enum xs_local_err e;
-		const uint8_t *pkt;
-		size_t len;
+		const uint8_t *pkt, *body = buf;
+		size_t len, blen = (size_t)n;
 
 		xr_wire_recv();
-		e = xs_local_fwd_decode(buf, (size_t)n, x->path.qpn, &f);
+		/* the daemon's messages: the forward after their header */
+		if (x->relay && (size_t)n <= XS_LOCAL_FWD_MAX + ROCED_HDR_LEN &&
+		    !(body = xr_relay_pkts(x, buf, &blen))) {
+			xs_log("roce: QP %u: a message of %zd octets from xsock-roced dropped", x->path.qpn,
+			       n);
+			xs_stat_local_drop(XSOCK_LOCAL_BAD);
+			continue;
+		}
+		e = xs_local_fwd_decode(body, blen, x->path.qpn, &f);
 		if (e != XS_LOCAL_OK) {
 			xs_log("roce: QP %u: forward of %zd octets dropped: %s", x->path.qpn, n,
 			       xs_local_err_str(e));
 			xs_stat_local_drop(e == XS_LOCAL_NOQP ? XSOCK_LOCAL_NOQP : XSOCK_LOCAL_BAD);
 			continue;
 		}
-		while (!atomic_load(&x->fatal) && xs_local_fwd_next(&f, &pkt, &len))
+		while (!atomic_load(&x->fatal) && xs_local_fwd_next(&f, &pkt, &len)) {
+			if (x->relay) {
+				x->wire_rx_pkts++;
+				x->wire_rx_octets += len;
+			}
 			xr_rx_packet(x, pkt, len);
+			total++;
+		}
 		if (!atomic_load(&x->fatal))
 			xr_resp_flush_ack(x);
 	}
 	xr_in_rx = was;
+	return total;
 }

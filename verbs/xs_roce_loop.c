@@ -133,7 +133,7 @@ static void take_commands(void)
 				xr_put(x);
 			continue;
 		}
-		if (!x->armed)
+		if (!x->armed && x->rx_fd >= 0) /* (none with xsock-roced) */
 			arm(x);
 		if (!x->fwd_armed && x->fwd_fd >= 0)
 			arm_fwd(x);

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "ddp/ddp.h"
 #include "roce/roce.h"
@@ -94,7 +95,8 @@ struct xs_roce_conn {
 	struct sockaddr_storage rx_peer; /* the peer's address and source port */
 	socklen_t to_len;
 	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
-	int rx_fd, tx_fd;
+	int rx_fd, tx_fd; /* -1 both with xsock-roced (relay) */
+	bool relay; /* fwd_fd is the QP's connection to xsock-roced: all its I/O */
 	/* abstract Unix name of (local address, QPN): packets another
 	 * connection's socket got for us (xs_roce_fwd.c); -1: none */
 	int fwd_fd;
@@ -259,6 +261,18 @@ void xr_fail(struct xs_roce_conn *x, bool local, const struct xs_err *err);
  * then unlist.  Any thread, no lock held. */
 void xr_let_go(struct xs_roce_conn *x);
 
+/* ---- xs_roce_relay.c (a connection to xsock-roced: x->relay) ---- */
+/* Register x's peer with the daemon (x->fwd_fd, ip_tx set): 1 when the
+ * peer's address is this host's, 0, or -errno. */
+int xr_relay_peer(struct xs_roce_conn *x);
+/* k packets of seg octets each (the last may be shorter) as one
+ * ROCED_PKTS message: 0, or -errno (-EAGAIN: a loss the timer covers). */
+int xr_relay_send(struct xs_roce_conn *x, const struct iovec *pkts, unsigned k, size_t seg);
+/* A message from the daemon (*len octets): its RoCE forward body, with
+ * *len its length (a remote peer's UDP port noted in ip_rx), or NULL
+ * (not ROCED_PKTS).  rx_mu held. */
+const uint8_t *xr_relay_pkts(struct xs_roce_conn *x, const uint8_t *buf, size_t *len);
+
 /* ---- xs_roce_fwd.c ---- */
 /* Bind x->fwd_fd (-1 if another process has the name): 0 or -errno. */
 int xr_fwd_open(struct xs_roce_conn *x);
@@ -267,8 +281,9 @@ bool xr_fwd_for(const struct xs_roce_conn *x, const uint8_t *pkt, size_t len, ui
 /* Pass packets of seg octets each (the last may be shorter) on to QP qpn
  * of this address (rx_mu held; never waits). */
 void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size_t len, size_t seg);
-/* Take what was passed on to x (rx_mu held; engine thread). */
-void xr_fwd_drain(struct xs_roce_conn *x);
+/* Take what was passed on to x, or with xsock-roced all that came (rx_mu
+ * held; the engine thread, or a thread polling the CQ): packets taken. */
+ssize_t xr_fwd_drain(struct xs_roce_conn *x);
 
 /* ---- xs_roce_loop.c ---- */
 /* add: starts the thread with the first; the engine holds a reference
