@@ -148,6 +148,46 @@ static void to_client(struct roced_client *c, const uint8_t *hdr, size_t hlen, c
 	}
 }
 
+/* c and p, QPs of this host that name each other, get a socketpair of
+ * their own: their packets no longer pass through here.  Without one
+ * (no room for a descriptor), they go on through the daemon. */
+static void direct_pair(struct roced_client *c, struct roced_client *p)
+{
+	struct roced_msg m = { .kind = ROCED_DIRECT };
+	uint8_t hdr[ROCED_HDR_LEN];
+	int sv[2], big = 4 << 20;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	roced_encode(&m, hdr, sizeof(hdr));
+	for (int i = 0; i < 2; i++) {
+		struct roced_client *to = i ? p : c;
+		struct iovec iov = { hdr, sizeof(hdr) };
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+				     .msg_controllen = sizeof(u.b) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+		setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &sv[i], sizeof(int));
+		if (sendmsg(to->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && verbose)
+			fprintf(stderr, "xsock-roced: pid %d: no direct channel: %s\n", (int)to->pid,
+				strerror(errno));
+	}
+	close(sv[0]);
+	close(sv[1]);
+	if (verbose)
+		fprintf(stderr, "xsock-roced: QPs %u (pid %d) and %u (pid %d): a direct channel\n",
+			c->qpn, (int)c->pid, p->qpn, (int)p->pid);
+}
+
 static void reply(struct roced_client *c, const struct roced_msg *req, int rc)
 {
 	struct roced_msg r = { .kind = ROCED_REPLY, .aux = (uint16_t)req->kind, .seq = req->seq };
@@ -309,9 +349,9 @@ static bool client_msg(struct roced_client *c, const uint8_t *buf, size_t len)
 	enum roced_err e = roced_decode(buf, len, &m);
 	int rc;
 
-	if (e != ROCED_OK || m.kind == ROCED_REPLY) {
+	if (e != ROCED_OK || m.kind == ROCED_REPLY || m.kind == ROCED_DIRECT) {
 		fprintf(stderr, "xsock-roced: pid %d uid %u: %s: connection closed\n", (int)c->pid,
-			(unsigned)c->uid, e != ROCED_OK ? roced_err_str(e) : "a reply from a process");
+			(unsigned)c->uid, e != ROCED_OK ? roced_err_str(e) : "a daemon's message from a process");
 		return false;
 	}
 	switch (m.kind) {
@@ -326,6 +366,9 @@ static bool client_msg(struct roced_client *c, const uint8_t *buf, size_t len)
 		bool pl = is_local(&p);
 		rc = roced_set_peer(c, &l, &p, m.peer_port, m.peer_qpn, pl);
 		reply(c, &m, rc < 0 ? rc : pl);
+		struct roced_client *pair = rc < 0 ? NULL : roced_pair_of(&tab, c);
+		if (pair)
+			direct_pair(c, pair);
 		break;
 	}
 	case ROCED_CM_OPEN:
@@ -341,6 +384,7 @@ static bool client_msg(struct roced_client *c, const uint8_t *buf, size_t len)
 		client_mad(c, &m);
 		break;
 	case ROCED_REPLY:
+	case ROCED_DIRECT:
 		break;
 	}
 	return true;

@@ -184,6 +184,23 @@ enum roced_verdict roced_route_udp_pkt(const struct roced_tab *t, uint32_t qpn,
 	return ROCED_TO_CLIENT;
 }
 
+/* both ends named each other: p is c's peer and c is p's */
+static bool paired(const struct roced_client *c, const struct roced_client *p)
+{
+	return p->has_peer && p->peer_qpn == c->qpn && addr_eq(&p->peer, &c->local) &&
+	       addr_eq(&p->local, &c->peer);
+}
+
+struct roced_client *roced_pair_of(const struct roced_tab *t, const struct roced_client *c)
+{
+	struct roced_client *p;
+
+	if (c->role != ROCED_ROLE_QP || !c->has_peer || !c->peer_local)
+		return NULL;
+	p = roced_qp_of(t, c->peer_qpn);
+	return p && p != c && paired(c, p) ? p : NULL;
+}
+
 enum roced_verdict roced_route_pkts(const struct roced_tab *t, const struct roced_client *c,
 				    struct roced_client **to)
 {
@@ -195,11 +212,10 @@ enum roced_verdict roced_route_pkts(const struct roced_tab *t, const struct roce
 		return ROCED_DROP_NOQP;
 	if (!c->peer_local)
 		return ROCED_TO_UDP;
-	/* both ends named each other */
 	p = roced_qp_of(t, c->peer_qpn);
 	if (!p || !p->has_peer)
 		return ROCED_DROP_NOQP;
-	if (p->peer_qpn != c->qpn || !addr_eq(&p->peer, &c->local) || !addr_eq(&p->local, &c->peer))
+	if (!paired(c, p))
 		return ROCED_DROP_SOURCE;
 	*to = p;
 	return ROCED_TO_CLIENT;

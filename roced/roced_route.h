@@ -114,6 +114,10 @@ const char *roced_verdict_str(enum roced_verdict v);
 enum roced_verdict roced_route_udp_pkt(const struct roced_tab *t, uint32_t qpn,
 				       const struct roced_addr *src, uint16_t sport,
 				       struct roced_client **to);
+/* c (a QP that just registered its peer) and its peer QP of this host
+ * name each other: the peer, to be given a direct channel with c, or
+ * NULL. */
+struct roced_client *roced_pair_of(const struct roced_tab *t, const struct roced_client *c);
 /* A process's packets from its QP connection c (the caller has checked
  * that each is for c->peer_qpn): ROCED_TO_CLIENT (the peer is of this
  * host and names c back), ROCED_TO_UDP (to c->peer:4791 from c->local),

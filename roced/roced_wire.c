@@ -48,6 +48,7 @@ static size_t kind_len(enum roced_kind k)
 	case ROCED_CM_OPEN:
 	case ROCED_PKTS:
 	case ROCED_MAD:
+	case ROCED_DIRECT:
 		return ROCED_HDR_LEN;
 	case ROCED_PEER:
 		return ROCED_PEER_LEN;

@@ -36,6 +36,12 @@
  *            address, the peer's, the MAD).
  *   REPLY    (daemon) aux: the request's kind, seq: the request's,
  *            be32 errno (0: done), be32 value.
+ *   DIRECT   (daemon, a QP's connection; empty body, with one descriptor
+ *            by SCM_RIGHTS) the QP and its peer of this host named each
+ *            other: one end of a socketpair whose other end the peer got,
+ *            on which their PKTS go from now on without the daemon (a
+ *            socketpair's ends connect nowhere else, so only the two hold
+ *            it).
  */
 #ifndef ROCED_WIRE_H
 #define ROCED_WIRE_H
@@ -57,6 +63,7 @@ enum roced_kind {
 	ROCED_PKTS = 5,
 	ROCED_MAD = 6,
 	ROCED_REPLY = 7,
+	ROCED_DIRECT = 8,
 };
 
 #define ROCED_PEER_LEN (ROCED_HDR_LEN + 4 + 16 + 16 + 4 + 4)

@@ -209,11 +209,15 @@ static void test_packets(void)
 	CHECK(to == &b);
 	CHECK_EQ_U(roced_route_pkts(&t, &b, &to), ROCED_TO_CLIENT);
 	CHECK(to == &a);
+	/* a and b get a direct channel; r (a remote peer) and x (unnamed) not */
+	CHECK(roced_pair_of(&t, &a) == &b && roced_pair_of(&t, &b) == &a);
+	CHECK(!roced_pair_of(&t, &r));
 	/* by UDP, a local peer's packets are anyone's */
 	CHECK_EQ_U(roced_route_udp_pkt(&t, b.qpn, &lo, 0, &to), ROCED_DROP_LOCAL);
 	/* x names b as its peer: b did not name x */
 	roced_set_peer(&x, &lo, &lo, 0, b.qpn, true);
 	CHECK_EQ_U(roced_route_pkts(&t, &x, &to), ROCED_DROP_SOURCE);
+	CHECK(!roced_pair_of(&t, &x));
 	/* ... nor on another address b's peer is not */
 	roced_set_peer(&x, &me, &lo, 0, b.qpn, true);
 	CHECK_EQ_U(roced_route_pkts(&t, &x, &to), ROCED_DROP_SOURCE);

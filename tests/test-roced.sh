@@ -7,7 +7,9 @@
 #   1. root's ibv_rc_pingpong pair, nobody's pair and a pair across the
 #      two users (root's server, nobody's client) at once, each 500
 #      4 KiB exchanges checked (--chk), and an rping pair of each user:
-#      all through the daemon (each process says so with XSOCK_DEBUG=1);
+#      all through the daemon, each pingpong pair then on the socketpair
+#      the daemon gave its two QPs (each process says so with
+#      XSOCK_DEBUG=1);
 #   2. while root's pair runs, nobody tries each attack
 #      (tests/roced-attack.py): forged packets for root's QP by UDP, a QP
 #      of its own posing as the peer of root's QP, MADs with another CM's
@@ -77,8 +79,9 @@ pair_wait() {
     eval "wait \$cli_$1"; c=$?
     eval "wait \$srv_$1"; s=$?
     if [ $c = 0 ] && [ $s = 0 ] && grep -q "through xsock-roced" "$tmp/$1.cli" &&
-        grep -q "through xsock-roced" "$tmp/$1.srv"; then
-        echo "ok $1: $(grep -h 'iters in' "$tmp/$1.cli"), both ends through xsock-roced"
+        grep -q "through xsock-roced" "$tmp/$1.srv" && grep -q "a direct channel" "$tmp/$1.cli" &&
+        grep -q "a direct channel" "$tmp/$1.srv"; then
+        echo "ok $1: $(grep -h 'iters in' "$tmp/$1.cli"), both ends through xsock-roced, then on the direct channel it gave them"
     else
         echo "FAIL $1: client rc $c, server rc $s"; tail -3 "$tmp/$1.cli" "$tmp/$1.srv"; fail=1
     fi
@@ -106,7 +109,7 @@ for who in root nob; do
 done
 
 # ---- 2. nobody's attacks on root's pair -----------------------------------
-pair victim 18518 3000 root_run root_run
+pair victim 18518 100000 root_run root_run
 # root's server QP, once the client has connected it
 i=0
 while ! q=$(sed -n 's/.*roce: QP \([0-9]*\) -> .*/\1/p' "$tmp/victim.srv" | head -1) || [ -z "$q" ]; do
@@ -125,6 +128,8 @@ else
         nob $py "$tmp/attack.py" $a >>"$tmp/attack.out" 2>&1 || fail=1
     done
     sed 's/^/  nobody: /' "$tmp/attack.out"
+    kill -0 "$cli_victim" 2>/dev/null ||
+        { echo "FAIL: root's pair ended before nobody's attacks did"; fail=1; }
     grep -q "^ACCEPTED" "$tmp/attack.out" && { echo "FAIL: an attack was accepted"; fail=1; }
 fi
 pair_wait victim

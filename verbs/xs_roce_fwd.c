@@ -161,23 +161,75 @@ void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size
 	       pkts[0], rc == -ENOENT ? "no such QP" : strerror(-rc));
 }
 
-ssize_t xr_fwd_drain(struct xs_roce_conn *x)
+/* One message from fd into buf (n octets, or -1): from the daemon's
+ * connection with the descriptor a ROCED_DIRECT carries (*dfd, else -1);
+ * from anywhere else without (a descriptor a peer passes is closed by
+ * the kernel unread). */
+static ssize_t fwd_recv(int fd, bool daemon, uint8_t *buf, size_t cap, int *dfd)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, cap };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	*dfd = -1;
+	if (!daemon)
+		return recv(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+	mh.msg_control = u.b;
+	mh.msg_controllen = sizeof(u.b);
+	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(dfd, CMSG_DATA(c), sizeof(int));
+	return n;
+}
+
+/* The direct channel to the peer QP of this host (ROCED_DIRECT's): its
+ * packets come and ours go there from now on (rx_mu held). */
+static void take_direct(struct xs_roce_conn *x, int fd)
+{
+	if (__atomic_load_n(&x->rx_fd, __ATOMIC_ACQUIRE) >= 0) {
+		close(fd);
+		return;
+	}
+	fd = xsock_fd_high(fd);
+	if (fd < 0)
+		return;
+	xs_fd_keep(fd);
+	__atomic_store_n(&x->rx_fd, fd, __ATOMIC_RELEASE);
+	xr_loop_kick(x); /* its poll is armed by the loop */
+	xs_log("roce: QP %u: a direct channel to QP %u from xsock-roced", x->path.qpn,
+	       x->path.dest_qpn);
+}
+
+/* What waits on fd, one of x's: packets taken. */
+static ssize_t drain_fd(struct xs_roce_conn *x, int fd, bool daemon)
 {
 	uint8_t *buf = x->rx_bufs; /* XR_BATCH (>= 2) buffers of XR_RX_BUF */
-	bool was = xr_in_rx;
 	ssize_t n, total = 0;
+	int dfd;
 
-	if (x->fwd_fd < 0)
-		return 0;
-	xr_in_rx = true;
 	while (!atomic_load(&x->fatal) &&
-	       (n = recv(x->fwd_fd, buf, XS_LOCAL_FWD_MAX + ROCED_HDR_LEN, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
+	       (n = fwd_recv(fd, daemon, buf, XS_LOCAL_FWD_MAX + ROCED_HDR_LEN, &dfd)) > 0) {
 		struct xs_local_fwd f;
 		enum xs_local_err e;
 		const uint8_t *pkt, *body = buf;
 		size_t len, blen = (size_t)n;
 
 		xr_wire_recv();
+		if (dfd >= 0) {
+			struct roced_msg m;
+
+			if (roced_decode(buf, (size_t)n, &m) == ROCED_OK && m.kind == ROCED_DIRECT)
+				take_direct(x, dfd);
+			else
+				close(dfd);
+			continue;
+		}
 		/* the daemon's messages: the forward after their header */
 		if (x->relay && (size_t)n <= XS_LOCAL_FWD_MAX + ROCED_HDR_LEN &&
 		    !(body = xr_relay_pkts(x, buf, &blen))) {
@@ -204,6 +256,23 @@ ssize_t xr_fwd_drain(struct xs_roce_conn *x)
 		if (!atomic_load(&x->fatal))
 			xr_resp_flush_ack(x);
 	}
+	return total;
+}
+
+ssize_t xr_fwd_drain(struct xs_roce_conn *x)
+{
+	bool was = xr_in_rx;
+	ssize_t total = 0;
+	int dfd;
+
+	if (x->fwd_fd < 0)
+		return 0;
+	xr_in_rx = true;
+	total = drain_fd(x, x->fwd_fd, x->relay);
+	/* with xsock-roced, the direct channel to a peer of this host */
+	dfd = x->relay ? __atomic_load_n(&x->rx_fd, __ATOMIC_ACQUIRE) : -1;
+	if (dfd >= 0)
+		total += drain_fd(x, dfd, false);
 	xr_in_rx = was;
 	return total;
 }

@@ -47,7 +47,7 @@ static struct io_uring_sqe *get_sqe(void)
 static void arm(struct xs_roce_conn *x)
 {
 	struct io_uring_sqe *sqe = get_sqe();
-	io_uring_prep_poll_multishot(sqe, x->rx_fd, POLLIN);
+	io_uring_prep_poll_multishot(sqe, __atomic_load_n(&x->rx_fd, __ATOMIC_ACQUIRE), POLLIN);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)x);
 	x->armed = true;
 }
@@ -133,7 +133,8 @@ static void take_commands(void)
 				xr_put(x);
 			continue;
 		}
-		if (!x->armed && x->rx_fd >= 0) /* (none with xsock-roced) */
+		/* (with xsock-roced: none, or the direct channel once it came) */
+		if (!x->armed && __atomic_load_n(&x->rx_fd, __ATOMIC_ACQUIRE) >= 0)
 			arm(x);
 		if (!x->fwd_armed && x->fwd_fd >= 0)
 			arm_fwd(x);

@@ -95,7 +95,9 @@ struct xs_roce_conn {
 	struct sockaddr_storage rx_peer; /* the peer's address and source port */
 	socklen_t to_len;
 	struct roce_ip ip_tx, ip_rx; /* what the ICRC covers each way */
-	int rx_fd, tx_fd; /* -1 both with xsock-roced (relay) */
+	/* with xsock-roced (relay): tx_fd -1, rx_fd -1 or the direct channel
+	 * to a peer QP of this host (ROCED_DIRECT; set once, atomic) */
+	int rx_fd, tx_fd;
 	bool relay; /* fwd_fd is the QP's connection to xsock-roced: all its I/O */
 	/* abstract Unix name of (local address, QPN): packets another
 	 * connection's socket got for us (xs_roce_fwd.c); -1: none */

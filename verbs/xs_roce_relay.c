@@ -165,8 +165,11 @@ int xr_relay_send(struct xs_roce_conn *x, const struct iovec *pkts, unsigned k, 
 	xs_local_fwd_hdr(hdr + ROCED_HDR_LEN, seg);
 	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
 	memcpy(iov + 1, pkts, k * sizeof(*pkts));
+	/* the direct channel to a peer of this host, once the daemon gave it */
+	int fd = __atomic_load_n(&x->rx_fd, __ATOMIC_ACQUIRE);
+
 	xr_wire_send();
-	if (sendmsg(x->fwd_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (sendmsg(fd >= 0 ? fd : x->fwd_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		return -errno;
 	return 0;
 }
