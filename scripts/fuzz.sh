@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [--merge] [--build-only] [--gen-corpus] [HARNESS...]
 #
 # Builds every harness (or those named: fuzz-mpa-frame fuzz-mpa-rx
-# fuzz-ddp-place fuzz-rdmap-rx fuzz-roce-pkt fuzz-roce-cm fuzz-local-msg)
+# fuzz-ddp-place fuzz-rdmap-rx fuzz-roce-pkt fuzz-roce-cm fuzz-local-msg fuzz-roced)
 # with clang -fsanitize=fuzzer,address,undefined
 # into $FUZZ_BUILD (default build-fuzz/), then runs each for $FUZZ_SECONDS
 # (default 60) on a copy of its seed corpus tests/fuzz/corpus/NAME, and
@@ -22,7 +22,7 @@
 # `make check` replays from then on) and makes the exit status 1.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-all="fuzz-mpa-frame fuzz-mpa-rx fuzz-ddp-place fuzz-rdmap-rx fuzz-roce-pkt fuzz-roce-cm fuzz-local-msg"
+all="fuzz-mpa-frame fuzz-mpa-rx fuzz-ddp-place fuzz-rdmap-rx fuzz-roce-pkt fuzz-roce-cm fuzz-local-msg fuzz-roced"
 seconds=${FUZZ_SECONDS:-60}
 bdir=${FUZZ_BUILD:-$top/build-fuzz}
 jobs=${FUZZ_JOBS:-1}
@@ -82,7 +82,8 @@ libsrc="util/xs_crc.c mpa/mpa_frame.c mpa/mpa_negotiate.c mpa/mpa_tx.c mpa/mpa_r
 ddp/ddp_hdr.c ddp/ddp_seg.c ddp/ddp_place.c
 iwarp/rdmap_hdr.c iwarp/rdmap_ext.c iwarp/rdmap_term.c iwarp/rdmap_errors.c iwarp/iw_tx.c iwarp/iw_rx.c
 roce/roce_hdr.c roce/roce_opcode.c roce/roce_icrc.c roce/roce_pkt.c roce/roce_cm.c
-verbs/xs_local_wire.c libxsock/xsk_exec_wire.c libxsock/xsk_raddr_wire.c"
+verbs/xs_local_wire.c libxsock/xsk_exec_wire.c libxsock/xsk_raddr_wire.c
+roced/roced_wire.c roced/roced_route.c"
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 cflags="-std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter -I$top -I$cfgdir"
 

@@ -24,6 +24,7 @@
 #include "libxsock/xsk_raddr_wire.h"
 #include "roce/roce.h"
 #include "roce/roce_cm.h"
+#include "roced/roced_wire.h"
 #include "tests/vectors/siw-init-rev2-stream.h"
 #include "util/xs_be.h"
 #include "verbs/xs_local_wire.h"
@@ -760,6 +761,53 @@ static void gen_local_msg(void)
 	gen_local_raddr();
 }
 
+/* ---- xsock-roced ------------------------------------------------------------ */
+
+/* fuzz-roced: octet 0 the part (0 a message, 1 a datagram through the
+ * rules), then what the encoders write and a MAD of each origin. */
+static void gen_roced(void)
+{
+	struct roced_msg ms[] = {
+		{ .kind = ROCED_CLAIM, .seq = 1 },
+		{ .kind = ROCED_PEER, .seq = 2, .family = AF_INET, .local = { 127, 0, 0, 1 },
+		  .peer = { 127, 0, 0, 1 }, .peer_qpn = 0x1234 },
+		{ .kind = ROCED_CM_OPEN, .seq = 3 },
+		{ .kind = ROCED_LISTEN, .seq = 4, .family = AF_INET6, .service_id = 0x1061d30 },
+		{ .kind = ROCED_REPLY, .aux = ROCED_CLAIM, .seq = 1, .value = 0x1234 },
+		{ .kind = ROCED_PKTS, .aux = 4791 },
+		{ .kind = ROCED_DIRECT },
+	};
+	uint8_t b[1 + 64 + 300];
+	char name[32];
+
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+		size_t n = roced_encode(&ms[i], b + 1, 64);
+
+		b[0] = 0;
+		if (ms[i].kind == ROCED_PKTS) { /* a body: a forward's header and a BTH */
+			memset(b + 1 + n, 0, 16);
+			n += 16;
+		}
+		snprintf(name, sizeof(name), "msg-%zu", i);
+		put("fuzz-roced", name, b, 1 + n, NULL, 0);
+	}
+	/* a DREQ datagram, by UDP from the network, from the CM, from a
+	 * local address */
+	uint8_t *d = b + 6, *mad = d + ROCE_BTH_LEN + ROCE_DETH_LEN;
+	memset(b, 0, sizeof(b));
+	xs_put_be32(d + 4, 1);
+	xs_put_be16(mad + 16, ROCE_CM_ATTR_DREQ);
+	xs_put_be32(mad + 24, 0x00020001);
+	xs_put_be32(mad + 28, 0x00010001);
+	for (uint8_t how = 0; how < 3; how++) {
+		b[0] = 1;
+		b[1] = how == 2 ? 2 : how;
+		b[2] = 10, b[5] = 2;
+		snprintf(name, sizeof(name), "mad-%u", how);
+		put("fuzz-roced", name, b, 6 + ROCE_BTH_LEN + ROCE_DETH_LEN + ROCE_MAD_LEN + 4, NULL, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -769,6 +817,7 @@ int main(int argc, char **argv)
 	outdir = argv[1];
 	if (mkdir(outdir, 0755) != 0 && errno != EEXIST)
 		die(outdir);
+	gen_roced();
 	gen_mpa_frame();
 	gen_mpa_rx();
 	gen_ddp_place();
