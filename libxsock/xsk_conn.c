@@ -178,7 +178,7 @@ static int go_plain(int fd, struct xsk *s, const struct sockaddr *addr, socklen_
  * *why not. */
 static bool probe_wait(struct xsk *s, enum xsock_plain_why *why)
 {
-	int64_t deadline = xsk_now_ms() + (int64_t)xsk_plain_probe_ms();
+	int64_t deadline = xsk_now_ms() + (int64_t)xsk_setting_num(XS_SET_PLAIN_PROBE_MS);
 	int64_t timeo = xsk_timeo_deadline(xsk_timeo(s, false));
 	struct xsk_sigsnap snap;
 
@@ -223,7 +223,7 @@ static int probe_start(int fd, struct xsk *s, const struct sockaddr *addr, sockl
 		xsk_fd_close(kfd);
 		return rc;
 	}
-	xsk_set_probe(s, kfd, xsk_now_ms() + (int64_t)xsk_plain_probe_ms());
+	xsk_set_probe(s, kfd, xsk_now_ms() + (int64_t)xsk_setting_num(XS_SET_PLAIN_PROBE_MS));
 	rc = place_epfd(fd, s);
 	if (rc) {
 		xsk_set_probe(s, -1, 0);
@@ -276,7 +276,7 @@ XSK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	}
 	/* XSOCK_PLAIN_PROBE_MS=0: no fallback, every connect is iWARP's */
-	bool fallback = xsk_plain_probe_ms() > 0 && can_fall_back(s);
+	bool fallback = xsk_setting_num(XS_SET_PLAIN_PROBE_MS) > 0 && can_fall_back(s);
 	int64_t ttl_ms = (int64_t)xsk_setting_num(XS_SET_PLAIN_TTL_S) * 1000;
 	enum xsk_peer_kind kind = fallback ? xsk_peer_lookup(addr) : XSK_PEER_IWARP;
 	if (kind == XSK_PEER_PLAIN)

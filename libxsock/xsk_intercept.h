@@ -188,9 +188,6 @@ void xsk_peer_learn(const struct sockaddr *sa, enum xsk_peer_kind kind, int64_t 
  * count in the stack's statistics (xsock-stat(1)).  Any thread. */
 void xsk_plain_say(int fd, enum xsock_plain_why why);
 void xsk_plain_count(enum xsock_plain_why why, const struct sockaddr *addr, socklen_t len);
-/* How long a try's silence lasts before it goes plain (ms, 0: no
- * fallback): XSOCK_PLAIN_PROBE_MS, over RoCE at least XSK_ROCE_PROBE_MS. */
-unsigned long xsk_plain_probe_ms(void);
 /* A non-blocking connect's probe on s (xsk_probing): one look, s->mu and
  * the table lock not held, the caller's reference on s kept.  An xsock
  * answered: s is its connection from now on; none did: fd (and every

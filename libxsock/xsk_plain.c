@@ -49,26 +49,6 @@ void xsk_plain_count(enum xsock_plain_why why, const struct sockaddr *addr, sock
 		st->plain(why, addr, len);
 }
 
-/* Over RoCE (XSOCK_TRANSPORT=roce) the try is the IB CM's REQ, and its
- * answer is the peer program's: rdma_cm on rxe sends no MRA and no REP
- * until the program accepts (rsockets' raccept), and the REQ gives it its
- * CM response timeout for that (remote_cm_response_timeout 20 in
- * verbs/xs_roce_cm.c: 4.096 us << 20, 4.3 s; the REQ is resent meanwhile).
- * No TCP connection is up while it waits, so silence is no sign of a
- * plain server before then: rstream on a TCG guest's rxe answered in
- * 0.5 to 1.2 s, and at 1 s the client went plain to a port with no TCP
- * listener (ECONNREFUSED, its REQ rejected: roce.sh hc-cm-rstream). */
-#define XSK_ROCE_PROBE_MS 4400
-
-unsigned long xsk_plain_probe_ms(void)
-{
-	unsigned long ms = xsk_setting_num(XS_SET_PLAIN_PROBE_MS);
-
-	if (ms && xsk_setting_num(XS_SET_TRANSPORT) == 1 && ms < XSK_ROCE_PROBE_MS)
-		ms = XSK_ROCE_PROBE_MS;
-	return ms;
-}
-
 bool xsk_plain_due(const struct xsk *s)
 {
 	return xsk_probe_fd(s) >= 0 &&
