@@ -17,7 +17,12 @@
 #      way, a malformed message; each is refused, the daemon counts every
 #      dropped datagram by its rule, and root's pair still passes;
 #   3. before any daemon, nobody holds @xsock-roced: root's programs
-#      refuse it (its owner is not root) and bind UDP 4791 themselves.
+#      refuse it (its owner is not root) and bind UDP 4791 themselves;
+#   4. two more network namespaces over a veth pair, a daemon in each
+#      (two hosts): root's pingpong server in one and nobody's client in
+#      the other, then an rping the same way (the CM's MADs by UDP from
+#      daemon to daemon), every packet by UDP through both daemons, whose
+#      ICRCs rxe would check (the daemons' port 4791 as the source).
 set -u
 . "${XS_TOP_SRCDIR:-.}/tests/xs_test_lib.sh"
 b=${XS_TOP_BUILDDIR:-.}
@@ -109,7 +114,14 @@ for who in root nob; do
 done
 
 # ---- 2. nobody's attacks on root's pair -----------------------------------
-pair victim 18518 100000 root_run root_run
+# the victim runs about 8 s (sized by the first pair's pace: the attacks
+# take 1 or 2 s, and a loaded machine is 5 times slower)
+us=$(sed -n 's/.*= \([0-9]*\)\.[0-9]* usec\/iter.*/\1/p' "$tmp/root.cli" | head -1)
+[ "${us:-0}" -gt 0 ] 2>/dev/null || us=100
+vn=$((8000000 / us))
+[ $vn -lt 2000 ] && vn=2000
+[ $vn -gt 200000 ] && vn=200000
+pair victim 18518 $vn root_run root_run
 # root's server QP, once the client has connected it
 i=0
 while ! q=$(sed -n 's/.*roce: QP \([0-9]*\) -> .*/\1/p' "$tmp/victim.srv" | head -1) || [ -z "$q" ]; do
@@ -174,4 +186,60 @@ else
     echo "FAIL: root's pair beside a squatter: client rc $c, server rc $s"; tail -3 "$tmp/squat.cli"; fail=1
 fi
 xs_reap $sq
+
+# ---- 4. two hosts: network namespaces over veth -----------------------------
+na=xsrd$$a nb=xsrd$$b
+ns_cleanup() { ip netns del "$na" 2>/dev/null; ip netns del "$nb" 2>/dev/null; xs_scratch_cleanup; }
+trap ns_cleanup EXIT INT TERM
+ip netns add "$na" && ip netns add "$nb" &&
+    ip link add "v$na" type veth peer name "v$nb" &&
+    ip link set "v$na" netns "$na" && ip link set "v$nb" netns "$nb" &&
+    ip -n "$na" addr add 10.79.0.1/24 dev "v$na" && ip -n "$nb" addr add 10.79.0.2/24 dev "v$nb" &&
+    ip -n "$na" link set "v$na" up && ip -n "$nb" link set "v$nb" up &&
+    ip -n "$na" link set lo up && ip -n "$nb" link set lo up ||
+    { echo "FAIL: no veth pair between two network namespaces"; exit 1; }
+: >"$tmp/roced-a.log"; : >"$tmp/roced-b.log"
+ip netns exec "$na" "$roced" -v 2>"$tmp/roced-a.log" &
+da=$!
+ip netns exec "$nb" "$roced" -v 2>"$tmp/roced-b.log" &
+db=$!
+sleep 0.5
+# the GID of each side's veth address
+gid_of() {
+    ip netns exec "$1" env LD_PRELOAD="$asan$tmp/lib/libiwarp.so.0" ibv_devinfo -d xsock_roce0 -v 2>/dev/null |
+        sed -n "s/.*GID\[ *\([0-9]*\)\]:.*$2.*/\1/p" | head -1
+}
+ga=$(gid_of "$na" 10.79.0.1) gb=$(gid_of "$nb" 10.79.0.2)
+ip netns exec "$na" env LD_PRELOAD="$asan$tmp/lib/libiwarp.so.0" XSOCK_DEBUG=1 timeout 60 \
+    ibv_rc_pingpong -d xsock_roce0 -g "${ga:-0}" --chk -s 4096 -n 500 -p 18520 >"$tmp/far.srv" 2>&1 &
+fs=$!
+sleep 0.4
+ip netns exec "$nb" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    env LD_PRELOAD="$asan$tmp/lib/libiwarp.so.0" XSOCK_DEBUG=1 timeout 60 \
+    ibv_rc_pingpong -d xsock_roce0 -g "${gb:-0}" --chk -s 4096 -n 500 -p 18520 10.79.0.1 >"$tmp/far.cli" 2>&1
+c=$?
+wait $fs; s=$?
+if [ $c = 0 ] && [ $s = 0 ] && grep -q "through xsock-roced" "$tmp/far.cli" &&
+    grep -q "sport 4791" "$tmp/far.cli" && ! grep -q "a direct channel" "$tmp/far.cli"; then
+    echo "ok two hosts: $(grep -h 'iters in' "$tmp/far.cli"), root's server, nobody's client, by UDP through both daemons"
+else
+    echo "FAIL two hosts: client rc $c, server rc $s (GIDs ${ga:-?} ${gb:-?})"; tail -3 "$tmp/far.cli" "$tmp/far.srv"; fail=1
+fi
+ip netns exec "$na" env LD_PRELOAD="$asan$tmp/lib/libiwarp.so.0" XSOCK_TRANSPORT=roce timeout 60 \
+    rping -s -a 10.79.0.1 -p 7473 -C 100 -S 1024 >"$tmp/far-rp.srv" 2>&1 &
+fs=$!
+sleep 0.4
+if ip netns exec "$nb" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    env LD_PRELOAD="$asan$tmp/lib/libiwarp.so.0" XSOCK_TRANSPORT=roce XSOCK_DEBUG=1 timeout 60 \
+    rping -c -a 10.79.0.1 -p 7473 -C 100 -S 1024 >"$tmp/far-rp.cli" 2>&1 && wait $fs &&
+    grep -q "through xsock-roced" "$tmp/far-rp.cli"; then
+    echo "ok two hosts: 100 rpings, the CM's MADs by UDP between the daemons"
+else
+    echo "FAIL two hosts: rping"; tail -3 "$tmp/far-rp.cli" "$tmp/far-rp.srv"; fail=1
+    xs_reap $fs
+fi
+kill $da $db 2>/dev/null; wait $da $db 2>/dev/null
+for s in a b; do
+    echo "daemon $s: $(grep stopped "$tmp/roced-$s.log")"
+done
 exit $fail
