@@ -210,7 +210,7 @@ static void take_direct(struct xs_roce_conn *x, int fd)
 static ssize_t drain_fd(struct xs_roce_conn *x, int fd, bool daemon)
 {
 	uint8_t *buf = x->rx_bufs; /* XR_BATCH (>= 2) buffers of XR_RX_BUF */
-	ssize_t n, total = 0;
+	ssize_t n = -1, total = 0;
 	int dfd;
 
 	while (!atomic_load(&x->fatal) &&
@@ -255,6 +255,14 @@ static ssize_t drain_fd(struct xs_roce_conn *x, int fd, bool daemon)
 		}
 		if (!atomic_load(&x->fatal))
 			xr_resp_flush_ack(x);
+	}
+	/* the daemon went away (or the peer's end of a direct channel): its
+	 * packets stop, and the retransmit timer ends the QP as it would a
+	 * peer that went silent */
+	if (n == 0 && x->relay && !x->relay_eof_said) {
+		x->relay_eof_said = true;
+		xs_log("roce: QP %u: %s closed: its packets stop", x->path.qpn,
+		       daemon ? "xsock-roced's connection" : "the direct channel to its peer");
 	}
 	return total;
 }

@@ -99,6 +99,7 @@ struct xs_roce_conn {
 	 * to a peer QP of this host (ROCED_DIRECT; set once, atomic) */
 	int rx_fd, tx_fd;
 	bool relay; /* fwd_fd is the QP's connection to xsock-roced: all its I/O */
+	bool relay_eof_said; /* its end was said (rx_mu) */
 	/* abstract Unix name of (local address, QPN): packets another
 	 * connection's socket got for us (xs_roce_fwd.c); -1: none */
 	int fwd_fd;
