@@ -51,8 +51,9 @@ struct xs_conn *xs_qp_conn(struct ibv_qp *qp)
 
 XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
-	struct xs_qp *q;
+	struct xs_qp *q = NULL;
 	unsigned depth, nsge;
+	int err = ENOMEM;
 
 	if (!pd || !a) {
 		errno = EINVAL;
@@ -79,18 +80,19 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	nsge = a->cap.max_recv_sge ? a->cap.max_recv_sge : 1;
 	q = calloc(1, sizeof(*q));
 	if (!q)
-		goto nomem;
+		goto fail;
+	q->relay_fd = -1;
 	if (a->srq) { /* no receive records: the SRQ's WRs come in */
 		depth = 0;
 		if (ddp_queue_init(&q->rq, RDMAP_QN_SEND, XS_SRQ_QP_DEPTH, 1) < 0)
-			goto nomem;
+			goto fail;
 		q->rq.refill = qp_srq_refill;
 		q->rq.refill_ctx = q;
 	} else {
 		q->rwr = calloc(depth, sizeof(*q->rwr));
 		q->sgs = calloc((size_t)depth * nsge, sizeof(*q->sgs));
 		if (!q->rwr || !q->sgs || ddp_queue_init(&q->rq, RDMAP_QN_SEND, depth, 1) < 0)
-			goto nomem;
+			goto fail;
 	}
 	for (unsigned i = depth; i-- > 0;) {
 		q->rwr[i].sg = &q->sgs[(size_t)i * nsge];
@@ -111,7 +113,6 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	q->qp.recv_cq = a->recv_cq;
 	q->qp.srq = a->srq;
 	q->qp.qp_type = IBV_QPT_RC;
-	q->relay_fd = -1;
 	if (xs_ctx_is_roce(pd->context) && xs_roce_relay_on()) {
 		/* the daemon's QPN, unique on the host: it routes by it */
 		struct roced_msg claim = { .kind = ROCED_CLAIM };
@@ -120,15 +121,9 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 		q->relay_fd = xs_roce_relay_open(&claim, &qpn);
 		if (q->relay_fd < 0) {
 			xs_log("QP: no QPN from xsock-roced: %s", strerror(-q->relay_fd));
-			int e = -q->relay_fd == ENOENT ? EAGAIN : -q->relay_fd;
-
+			err = -q->relay_fd == ENOENT ? EAGAIN : -q->relay_fd;
 			ddp_queue_destroy(&q->rq);
-			free(q->rwr);
-			free(q->sgs);
-			free(q);
-			__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
-			errno = e;
-			return NULL;
+			goto fail;
 		}
 		q->qp.qp_num = qpn;
 	} else {
@@ -149,20 +144,22 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	qp_set_state(q, IBV_QPS_RESET);
 	if (a->srq && xs_srq_attach(a->srq, &q->qp)) {
 		ddp_queue_destroy(&q->rq);
-		goto nomem;
+		goto fail;
 	}
 	__atomic_add_fetch(&((struct xs_cq *)a->send_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&((struct xs_cq *)a->recv_cq)->qp_refs, 1, __ATOMIC_RELEASE);
 	qp_table_add(q);
 	return &q->qp;
-nomem:
+fail:
 	if (q) {
+		if (q->relay_fd >= 0)
+			xs_fd_close(q->relay_fd);
 		free(q->rwr);
 		free(q->sgs);
 		free(q);
 	}
 	__atomic_sub_fetch(&xs_nqp, 1, __ATOMIC_RELAXED);
-	errno = ENOMEM;
+	errno = err;
 	return NULL;
 }
 
