@@ -62,7 +62,7 @@ static int take_over(int fd, struct xsk *s)
 	return rc ? rc : place_epfd(fd, s);
 }
 
-XSK_EXPORT int listen(int fd, int backlog)
+static int listen_held(int fd, int backlog)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc;
@@ -119,6 +119,11 @@ out:
 		xsk_svc_add(s);
 	xsk_fd_put(s);
 	return rc ? (int)xsk_fail(-rc) : 0;
+}
+
+XSK_EXPORT int listen(int fd, int backlog)
+{
+	return XSK_HELD(int, listen_held(fd, backlog));
 }
 
 /* ---- connect: iWARP, or plain TCP to a peer that is not ------------------- */
@@ -406,14 +411,15 @@ static int accept_plain(struct xsk *l, struct xsk *c, struct sockaddr *addr, soc
 	return fd;
 }
 
-XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+/* accept4 on the IWARP socket s (its reference goes): the new fd, -1 with
+ * errno, or XSK_ACCEPT_KERNEL when the kernel's accept4 decides (a fresh
+ * socket); run with signals held but in its wait. */
+#define XSK_ACCEPT_KERNEL (-2)
+static int accept4_held(struct xsk *s, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	struct xsk *c = NULL;
 	int rc = 0;
 
-	if (!s)
-		return REAL(accept4)(fd, addr, len, flags);
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
 		xsk_fd_put(s);
 		return (int)xsk_fail(EINVAL);
@@ -455,7 +461,7 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	}
 	xsk_fd_put(s);
 	if (rc == -2)
-		return REAL(accept4)(fd, addr, len, flags);
+		return XSK_ACCEPT_KERNEL;
 	if (rc)
 		return (int)xsk_fail(-rc);
 	int nfd = xsk_epfd(c);
@@ -480,6 +486,14 @@ XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		xsk_addr_copy(xsk_peer(c), addr, len);
 	xsk_unlock(c);
 	return nfd;
+}
+
+XSK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
+	int r = s ? XSK_HELD(int, accept4_held(s, addr, len, flags)) : XSK_ACCEPT_KERNEL;
+
+	return r == XSK_ACCEPT_KERNEL ? REAL(accept4)(fd, addr, len, flags) : r;
 }
 
 /* Our own accept4 and close, bound inside the library: libiwarp's rsocket

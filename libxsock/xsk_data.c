@@ -351,7 +351,7 @@ XSK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	SEND_WRAP(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 
-XSK_EXPORT int shutdown(int fd, int how)
+static int shutdown_held(int fd, int how)
 {
 	struct xsk *s = xsk_data_sock_fn(fd);
 	int rc;
@@ -368,6 +368,11 @@ XSK_EXPORT int shutdown(int fd, int how)
 	xsk_unlock(s);
 	xsk_fd_put(s);
 	return rc ? (int)xsk_fail(-rc) : 0;
+}
+
+XSK_EXPORT int shutdown(int fd, int how)
+{
+	return XSK_HELD(int, shutdown_held(fd, how));
 }
 
 

@@ -4,7 +4,8 @@
  * libiwarp parks its engine around fork and makes every established
  * connection dormant on both sides until one process claims it (the first
  * to use it); see verbs/xs_fork.c.  Here, around the same fork:
- *   prepare  the service thread and the fd table are locked (registered
+ *   prepare  no other thread is inside the stack (xsk_fork_gate.c);
+ *            the service thread and the fd table are locked (registered
  *            after libiwarp's handlers, so this runs before its prepare);
  *            the thread's signals are held off until the end of the
  *            parent's or child's handlers (xsk_sig_hold: a handler that
@@ -166,6 +167,7 @@ void xsk_fork_free(void *p, size_t len)
 
 static void fork_prepare(void)
 {
+	xsk_gate_fork_wait(); /* no other thread inside the stack, first */
 	xsk_sig_fork_prepare(); /* no handler of ours runs until the end */
 	xsk_svc_fork_prepare();
 	xsk_tab_fork_prepare(); /* makes the relay channels, with s->mu */
@@ -223,12 +225,14 @@ static void fork_parent(void)
 	xsk_relay_fork_parent();
 	xsk_tab_fork_parent(parent_sock);
 	xsk_svc_fork_parent();
+	xsk_gate_fork_parent();
 	xsk_sig_fork_parent(); /* the signals that came meanwhile run now */
 }
 
 static void fork_child(void)
 {
 	xsk_fork_pid = getpid();
+	xsk_gate_fork_child();
 	atomic_fetch_add(&xsk_fork_gen, 1);
 	xsk_raddr_fork_done();
 	xsk_svc_fork_child();

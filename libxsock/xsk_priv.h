@@ -454,8 +454,21 @@ extern __thread volatile unsigned xsk_sig_npend __attribute__((tls_model("initia
 /* Raise the signals held back (xsk_sig_depth is 0). */
 void xsk_sig_flush(void);
 
+/* The fork gate (xsk_fork_gate.c): a fork waits until no other thread
+ * is inside the stack.  xsk_gate_register: the calling thread's depth
+ * word joins the gate's list (once per thread, from its first hold;
+ * async-signal-safe).  Around fork, on the forking thread, from
+ * xsk_fork.c's handlers: wait (before any lock), then parent or child. */
+extern __thread volatile bool xsk_gate_known __attribute__((tls_model("initial-exec")));
+void xsk_gate_register(void);
+void xsk_gate_fork_wait(void);
+void xsk_gate_fork_parent(void);
+void xsk_gate_fork_child(void);
+
 static inline void xsk_sig_hold(void)
 {
+	if (__builtin_expect(!xsk_gate_known, 0))
+		xsk_gate_register();
 	xsk_sig_depth++;
 	atomic_signal_fence(memory_order_seq_cst); /* before the lock */
 }
@@ -486,6 +499,23 @@ static inline void xsk_sig_close(unsigned d)
 	xsk_sig_depth = d;
 	atomic_signal_fence(memory_order_seq_cst);
 }
+
+/* type_ r = call_, with signals held off but in its waits: the interposed
+ * calls whose stack part allocates or frees outside libxsock's locks
+ * (accept4, listen, bind, the option calls, shutdown), so that a handler
+ * that forks never finds its own thread inside the allocator (the child
+ * would find the allocator's lock held; glibc's fork would wait on it in
+ * the parent).  errno survives the release, whose handlers may change it.
+ * Only around calls that never block in the kernel outside xsk_sig_poll. */
+#define XSK_HELD(type_, call_)                 \
+	({                                     \
+		xsk_sig_hold();                \
+		type_ held_r_ = (call_);       \
+		int held_e_ = errno;           \
+		xsk_sig_release();             \
+		errno = held_e_;               \
+		held_r_;                       \
+	})
 
 /* libxsock's locks: pthread's, with signals held off while held. */
 static inline void xsk_mutex_lock(pthread_mutex_t *m)

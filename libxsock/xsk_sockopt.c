@@ -261,7 +261,7 @@ static int relayed_getsockopt(int fd, int level, int name, void *val, socklen_t 
 	return put_int_opt(val, len, 0);
 }
 
-XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+static int setsockopt_held(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct xsk *s;
 	int v = 0;
@@ -305,6 +305,11 @@ XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 	return rc ? (int)xsk_fail(-rc) : 0;
 }
 
+XSK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	return XSK_HELD(int, setsockopt_held(fd, level, name, val, len));
+}
+
 static int put_int_opt(void *val, socklen_t *len, int v)
 {
 	if (!val || !len || *len < sizeof(int))
@@ -314,7 +319,7 @@ static int put_int_opt(void *val, socklen_t *len, int v)
 	return 0;
 }
 
-XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+static int getsockopt_held(int fd, int level, int name, void *val, socklen_t *len)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int v = 0;
@@ -397,6 +402,11 @@ XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 	return put_int_opt(val, len, v);
 }
 
+XSK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	return XSK_HELD(int, getsockopt_held(fd, level, name, val, len));
+}
+
 /* ---- addresses ------------------------------------------------------------------ */
 
 socklen_t xsk_sa_len(const struct sockaddr_storage *ss)
@@ -414,7 +424,7 @@ void xsk_addr_copy(const struct sockaddr_storage *ss, struct sockaddr *addr, soc
 	*len = l;
 }
 
-XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+static int bind_held(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct xsk *s = xsk_tab_has(fd) ? xsk_fd_get(fd) : NULL;
 	int rc;
@@ -433,6 +443,11 @@ XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	xsk_fd_put(s);
 	return rc;
+}
+
+XSK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return XSK_HELD(int, bind_held(fd, addr, len));
 }
 
 /* A relayed copy (xsk_relay_addr.c) answers with the connection's

@@ -108,6 +108,37 @@ static void report(const char *why)
 	say(b);
 }
 
+/* A child reaped: its slot cleared, so what is left are the live ones. */
+static void forget_pid(pid_t p)
+{
+	unsigned n = atomic_load(&npids);
+
+	for (unsigned i = 0; i < n && i < MAXPID; i++)
+		if (atomic_load(&pids[i]) == p)
+			atomic_store(&pids[i], 0);
+}
+
+/* Where each child that did not exit stands: its threads' stacks (gdb,
+ * when the machine has it), so a CI log says which lock it waits on. */
+static void show_stuck(void)
+{
+	unsigned n = atomic_load(&npids), shown = 0;
+
+	for (unsigned i = 0; i < n && i < MAXPID && shown < 3; i++) {
+		pid_t p = atomic_load(&pids[i]);
+		char cmd[160];
+		if (p <= 0)
+			continue;
+		shown++;
+		fprintf(stderr, "test-xsock-fork-signal: child %d did not exit:\n", (int)p);
+		snprintf(cmd, sizeof(cmd),
+			 "gdb -p %d -batch -nx -ex 'thread apply all bt' 2>/dev/null | grep '^#\\|^Thread' >&2",
+			 (int)p);
+		if (system(cmd) != 0)
+			fprintf(stderr, "  (no gdb backtrace)\n");
+	}
+}
+
 static void kill_children(void)
 {
 	unsigned n = atomic_load(&npids);
@@ -211,6 +242,7 @@ static void reap(pid_t client_pid, int *bad)
 			continue;
 		}
 		atomic_fetch_add(&reaped, 1);
+		forget_pid(p);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			if (!*bad)
 				fprintf(stderr, "child %d: %s %d\n", (int)p,
@@ -329,6 +361,7 @@ int main(int argc, char **argv)
 	}
 	if (atomic_load(&reaped) < atomic_load(&npids)) {
 		report("a child did not exit (deadlocked after fork?)");
+		show_stuck();
 		kill_children();
 		xs_test_failures++;
 	}
