@@ -129,7 +129,8 @@ static bool gate_busy(void)
 
 	gate_lock_all(&old);
 	for (struct gate_thr *r = gate_list; r && !busy; r = r->next)
-		busy = r != tl_rec && *r->depth > 0 && !*r->forking;
+		busy = r != tl_rec && __atomic_load_n(r->depth, __ATOMIC_RELAXED) > 0 &&
+		       !__atomic_load_n(r->forking, __ATOMIC_RELAXED);
 	gate_unlock_all(&old);
 	return busy;
 }
@@ -138,7 +139,7 @@ void xsk_gate_fork_wait(void)
 {
 	int64_t t0 = gate_now_ms();
 
-	tl_forking = true;
+	__atomic_store_n(&tl_forking, true, __ATOMIC_RELAXED);
 	while (gate_busy()) {
 		if (gate_now_ms() - t0 >= XSK_GATE_MAX_MS) {
 			if (xsk_debug())
@@ -154,7 +155,7 @@ void xsk_gate_fork_wait(void)
 
 void xsk_gate_fork_parent(void)
 {
-	tl_forking = false;
+	__atomic_store_n(&tl_forking, false, __ATOMIC_RELAXED);
 }
 
 /* The child is this thread alone: the other threads' records go (their
@@ -163,7 +164,7 @@ void xsk_gate_fork_child(void)
 {
 	struct gate_thr *r = gate_list;
 
-	tl_forking = false;
+	__atomic_store_n(&tl_forking, false, __ATOMIC_RELAXED);
 	atomic_flag_clear(&gate_lock);
 	gate_list = NULL;
 	while (r) {

@@ -454,6 +454,14 @@ extern __thread volatile unsigned xsk_sig_npend __attribute__((tls_model("initia
 /* Raise the signals held back (xsk_sig_depth is 0). */
 void xsk_sig_flush(void);
 
+/* The depth is written by its own thread only (and its handlers, which
+ * nest), but the fork gate reads it from the forking thread: relaxed
+ * atomic stores (a plain move on x86) so that read is not a data race. */
+static inline void xsk_sig_depth_set(unsigned d)
+{
+	__atomic_store_n(&xsk_sig_depth, d, __ATOMIC_RELAXED);
+}
+
 /* The fork gate (xsk_fork_gate.c): a fork waits until no other thread
  * is inside the stack.  xsk_gate_register: the calling thread's depth
  * word joins the gate's list (once per thread, from its first hold;
@@ -469,14 +477,17 @@ static inline void xsk_sig_hold(void)
 {
 	if (__builtin_expect(!xsk_gate_known, 0))
 		xsk_gate_register();
-	xsk_sig_depth++;
+	xsk_sig_depth_set(xsk_sig_depth + 1);
 	atomic_signal_fence(memory_order_seq_cst); /* before the lock */
 }
 
 static inline void xsk_sig_release(void)
 {
 	atomic_signal_fence(memory_order_seq_cst); /* after the unlock */
-	if (--xsk_sig_depth == 0 && xsk_sig_npend)
+	unsigned d = xsk_sig_depth - 1;
+
+	xsk_sig_depth_set(d);
+	if (d == 0 && xsk_sig_npend)
 		xsk_sig_flush();
 }
 
@@ -488,7 +499,7 @@ static inline unsigned xsk_sig_open(void)
 	unsigned d = xsk_sig_depth;
 
 	atomic_signal_fence(memory_order_seq_cst);
-	xsk_sig_depth = 0;
+	xsk_sig_depth_set(0);
 	if (xsk_sig_npend)
 		xsk_sig_flush();
 	return d;
@@ -496,7 +507,7 @@ static inline unsigned xsk_sig_open(void)
 
 static inline void xsk_sig_close(unsigned d)
 {
-	xsk_sig_depth = d;
+	xsk_sig_depth_set(d);
 	atomic_signal_fence(memory_order_seq_cst);
 }
 

@@ -660,6 +660,18 @@ static bool xsk_relay_orphan(struct xsk *s)
 	return keep != NULL;
 }
 
+/* r's thread still sends what its gone clients wrote.  s->mu not held:
+ * takes it, as the thread closes the channel's fds under it. */
+static bool relay_flushing(struct xsk *s, const struct xsk_relay *r)
+{
+	bool busy;
+
+	xsk_mutex_lock(&s->mu);
+	busy = !atomic_load(&r->done) && r->serving && clients_gone(r);
+	xsk_mutex_unlock(&s->mu);
+	return busy;
+}
+
 /* xsk_free, before anything goes (s->mu not held): this process's relay
  * threads end (a thread whose clients are all gone first sends what they
  * wrote, as a kernel socket would before the close's FIN), then every
@@ -672,9 +684,7 @@ static void xsk_relay_free(struct xsk *s)
 		if (r->thr_pid != me)
 			continue;
 		/* bounded: a thread with clients still there stops at once */
-		for (int i = 0; i < 400 && !atomic_load(&r->done) && r->serving &&
-				clients_gone(r);
-		     i++)
+		for (int i = 0; i < 400 && relay_flushing(s, r); i++)
 			usleep(5000);
 		relay_stop(r);
 		pthread_join(r->thr, NULL);

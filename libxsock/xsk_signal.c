@@ -208,7 +208,7 @@ void xsk_sig_fork_child(void)
 	tl_nkept = 0;
 	tl_bare = 0;
 	xsk_sig_npend = 0;
-	xsk_sig_depth = tl_fork_depth;
+	xsk_sig_depth_set(tl_fork_depth);
 }
 
 int xsk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)

@@ -7,13 +7,18 @@
  * completing behind a Read in WR order, an unaligned remote address
  * (EINVAL at post), an MR without REMOTE_ATOMIC (REM_ACCESS_ERR, QP in
  * ERR), the ibv_wr_* builders, and (a child with XSOCK_RDMAP_EXT=0) a
- * connection that did not agree refusing the opcodes with EOPNOTSUPP. */
+ * connection that did not agree refusing the opcodes with EOPNOTSUPP.
+ * And the Write fence (verbs/verbs_qp_tx.c): a signaled RDMA Write on a
+ * send CQ with a completion channel, to a target process that is stopped,
+ * does not complete until it runs again and has placed the data, which it
+ * then finds in its memory at once. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -484,6 +489,116 @@ out:
 	printf("extension off: %s\n", xs_test_failures ? "(failures above)" : "ok");
 }
 
+/* The target of test_write_fence, in a child: accepts, tells the parent
+ * its port, rkey and address (pipe up), then waits for a byte (pipe down)
+ * and checks the memory without any verbs call: only the engine thread
+ * placed it. */
+struct fence_msg {
+	uint16_t port;
+	uint32_t rkey;
+	uint64_t addr;
+};
+
+static void fence_target(int up, int down)
+{
+	struct fence_msg m;
+	struct ep s;
+	char b;
+
+	verbs_test_listen();
+	m.port = lport;
+	REQUIRE(write(up, &m, sizeof(m)) == (ssize_t)sizeof(m));
+	REQUIRE(server_accept(&s, 4, 0));
+	m.rkey = s.mr[T_RW]->rkey;
+	m.addr = (uintptr_t)(s.mem + GUARD + OFF_DATA);
+	REQUIRE(write(up, &m, sizeof(m)) == (ssize_t)sizeof(m));
+	REQUIRE(read(down, &b, 1) == 1);
+	CHECK(memcmp(s.mem + GUARD + OFF_DATA, "placed", 6) == 0);
+	_exit(xs_test_failures ? 1 : 0);
+}
+
+static void test_write_fence(void)
+{
+	int up[2], down[2], st = 0;
+	struct rdma_conn_param cp = conn_param();
+	struct rdma_cm_event *ev;
+	struct ibv_send_wr wr;
+	struct fence_msg m;
+	struct ibv_wc wc[1];
+	struct ep c;
+	pid_t pid;
+
+	REQUIRE(pipe(up) == 0 && pipe(down) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		fence_target(up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	memset(&c, 0, sizeof(c));
+	REQUIRE(read(up[0], &m, sizeof(m)) == (ssize_t)sizeof(m));
+	c.id = cm_resolved_id(&c.ch, NULL, m.port);
+	/* a consumer that sleeps for its completions: a channel on the CQ */
+	struct ibv_comp_channel *cch = ibv_create_comp_channel(c.id->verbs);
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	REQUIRE(cch);
+	c.scq = ibv_create_cq(c.id->verbs, 8, NULL, cch, 0);
+	c.rcq = ibv_create_cq(c.id->verbs, 8, NULL, NULL, 0);
+	REQUIRE(c.scq && c.rcq);
+	qa.send_cq = c.scq;
+	qa.recv_cq = c.rcq;
+	REQUIRE(rdma_create_qp(c.id, NULL, &qa) == 0);
+	c.mem = calloc(1, 2 * GUARD + TLEN);
+	REQUIRE(c.mem);
+	c.mr[T_RW] = ibv_reg_mr(c.id->pd, c.mem + GUARD, TLEN, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(c.mr[T_RW]);
+	REQUIRE(rdma_connect(c.id, &cp) == 0);
+	ev = cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 5000, "fence: established");
+	REQUIRE(ev);
+	rdma_ack_cm_event(ev);
+	REQUIRE(read(up[0], &m, sizeof(m)) == (ssize_t)sizeof(m));
+
+	/* the target cannot place while stopped: no completion */
+	REQUIRE(kill(pid, SIGSTOP) == 0);
+	REQUIRE(waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st));
+	uint8_t *src = c.mem + GUARD;
+	struct ibv_sge sg = { .addr = (uintptr_t)src, .length = 6, .lkey = c.mr[T_RW]->lkey };
+
+	memcpy(src, "placed", 6);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.rkey = m.rkey;
+	wr.wr.rdma.remote_addr = m.addr;
+	CHECK_EQ_U(post_wr(c.id->qp, &wr), 0);
+	int early = poll_n(c.scq, wc, 1, 300);
+
+	CHECK_EQ_U(early, 0);
+	REQUIRE(kill(pid, SIGCONT) == 0);
+	/* running again: the data is placed, then the Write completes */
+	if (!early)
+		CHECK(poll_n(c.scq, wc, 1, 5000) == 1);
+	CHECK(wc[0].wr_id == 7 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[0].opcode == IBV_WC_RDMA_WRITE);
+	CHECK(write(down[1], "x", 1) == 1);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(up[0]);
+	close(down[1]);
+	free_ep(&c);
+	CHECK(ibv_destroy_comp_channel(cch) == 0);
+	printf("write fence: %s\n", xs_test_failures ? "(failures above)" : "ok");
+}
+
 int main(void)
 {
 	int st = 0;
@@ -510,5 +625,6 @@ int main(void)
 	test_write_imm_srq();
 	test_atomics();
 	test_qpx();
+	test_write_fence();
 	return xs_test_result();
 }

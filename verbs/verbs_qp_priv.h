@@ -71,6 +71,9 @@ struct xs_sqe {
 	bool read; /* waits for its response: an RDMA Read or an Atomic */
 	bool wait_ack; /* a Send/Write waiting for the peer's ACK (acked transports) */
 	bool atomic; /* RFC 7306: its Atomic Response carries req_id */
+	/* a signaled Write's placement fence (verbs_qp_tx.c): a zero-length
+	 * Read whose response completes the Write (op, len: the Write's) */
+	bool fence;
 	bool signaled;
 	uint32_t req_id;
 	uint8_t *result; /* Atomic: the local 8 octets the old value goes to */

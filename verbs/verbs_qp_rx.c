@@ -71,9 +71,14 @@ static int qp_resolve(void *ctx, enum rdmap_opcode op, uint32_t stag, uint64_t t
 	if (outstanding) {
 		const struct xs_sqe *rd = &q->sq[q->sq_head];
 
-		ok = rd->sink_stag == stag && to >= rd->sink_to && len <= rd->len &&
-		     to - rd->sink_to <= rd->len - len;
-		empty = ok && rd->len == 0;
+		if (rd->fence) { /* a Write's fence: a zero-length Read */
+			ok = stag == 0 && to == 0 && len == 0;
+			empty = ok;
+		} else {
+			ok = rd->sink_stag == stag && to >= rd->sink_to && len <= rd->len &&
+			     to - rd->sink_to <= rd->len - len;
+			empty = ok && rd->len == 0;
+		}
 	}
 	pthread_mutex_unlock(&q->rd_lock);
 	if (!outstanding) {
@@ -104,8 +109,8 @@ static void qp_tagged_last(void *ctx, enum rdmap_opcode op, const struct ddp_hdr
 	if (q->rd_count && !q->sq[q->sq_head].atomic) {
 		struct xs_sqe *rd = &q->sq[q->sq_head];
 
-		if (rd->signaled)
-			push_wc(q->qp.send_cq, q, rd->wr_id, IBV_WC_RDMA_READ, IBV_WC_SUCCESS, rd->len);
+		if (rd->signaled) /* a fence's op and len: its Write's */
+			push_wc(q->qp.send_cq, q, rd->wr_id, rd->op, IBV_WC_SUCCESS, rd->len);
 		sq_pop(q);
 		sq_drain(q);
 		pthread_cond_broadcast(&q->rd_cond);
@@ -318,7 +323,9 @@ static void deliver_read_req(struct xs_qp *q, const struct ddp_delivery *d)
 		return;
 	}
 	rc = rdmap_read_req_decode(d->addr, d->msg_len, &rr, &err);
-	if (rc == 0)
+	/* a zero-length Read reads nothing: its STag is not checked (IBA
+	 * 9.4.5 for the R_Key; an xsock peer's Write fence, verbs_qp_tx.c) */
+	if (rc == 0 && rr.size)
 		rc = xs_mr_resolve(q->qp.pd, rr.src_stag, rr.src_to, rr.size, XS_ACCESS_REMOTE_READ,
 				   &src, &err);
 	if (rc == 0) {

@@ -139,6 +139,64 @@ static int post_atomic(struct xs_qp *q, struct xs_conn *c, const struct ibv_send
 	return 0;
 }
 
+/* A signaled RDMA Write to another xsock over iWARP, on a send CQ with a
+ * completion channel, completes when the peer has placed it, as on RoCE
+ * (its ACK) and on iWARP hardware or siw over loopback (which place before
+ * the sender's TCP send returns): a zero-length Read follows it, and that
+ * Read's response, which the peer sends once every segment before it is
+ * placed, completes the Write.  A program that reads the target memory
+ * once the Write completed (after an out-of-band barrier: rdma-core's
+ * test_rdmacm_async_write, rdma_get_send_comp) finds the data there,
+ * whichever process got the CPU first.  RFC 5040 leaves a Write's
+ * completion local, and the fence costs a round trip and the peer's
+ * answer: a CQ polled without a channel (perftest, a spinning consumer:
+ * ib_write_lat's average went from 9 us to 1 ms on 2 cores, its threads
+ * and the engines' sharing them) completes when the data is out, as do a
+ * siw peer, libxsock's own Writes (whose completions only free its
+ * buffers) and a Write posted while ORD is taken by Reads.  The fence
+ * counts against ORD as any Read (the peer's IRD takes it).  Posting
+ * thread, sq_lock held, before the Write goes out: true, its completion's
+ * place is the fence's in the send FIFO (the Read Request goes after the
+ * Write); false, no fence: it completes as any Write. */
+static bool write_fence(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode wop, uint32_t len)
+{
+	unsigned limit;
+
+	pthread_mutex_lock(&q->rd_lock);
+	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+	if (!limit || q->rd_count >= limit || sq_reserve(q, 1)) {
+		pthread_mutex_unlock(&q->rd_lock);
+		return false;
+	}
+	*sq_at(q, q->sq_count) = (struct xs_sqe){
+		.wr_id = wr_id, .len = len, .op = wop, .read = true, .fence = true, .signaled = true,
+	};
+	q->sq_count++;
+	q->rd_count++;
+	pthread_mutex_unlock(&q->rd_lock);
+	return true;
+}
+
+/* Whether a signaled Write gets write_fence: iWARP (RoCE waits for its
+ * ACK already) to a peer that agreed on RFC 7306, i.e. another xsock, and
+ * a consumer that sleeps for its completions (a channel on the send CQ),
+ * unless a Send follows it in the same post: the iWARP way to say the
+ * data is there (rsockets' and libxsock's stream, iSER), whose arrival the
+ * peer sees after the placement, needs no fence, and a fence there would
+ * make the sender's buffer wait for a peer that may have stopped reading
+ * until it gets receives (the stream's flow control). */
+static bool write_fenced(const struct xs_qp *q, const struct ibv_send_wr *wr)
+{
+	const struct ibv_send_wr *n = wr->next;
+
+	if (n && (n->opcode == IBV_WR_SEND || n->opcode == IBV_WR_SEND_WITH_INV ||
+		  n->opcode == IBV_WR_SEND_WITH_IMM))
+		return false;
+	return (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
+	       !q->acked_tx && !xs_mr_caller_ok && q->qp.send_cq->channel &&
+	       __atomic_load_n(&q->ext, __ATOMIC_ACQUIRE);
+}
+
 /* A chain of Sends and Writes posted corked (the transport's cork): their
  * FPDUs leave in one sendmsg, and their completions wait for it. */
 #define XS_CORK_WRS 16
@@ -289,8 +347,13 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	 * place is taken first (a reply's receive comes after), in the CQ or
 	 * behind a Read */
 	struct xs_sq_slot one, *slot = NULL;
+	bool fenced = signaled && write_fenced(q, wr) &&
+		      write_fence(q, wr->wr_id, wop, (uint32_t)total);
 
-	if (q->acked_tx) {
+	if (fenced) {
+		/* its place is the fence's (behind a cork's WRs, whose own
+		 * places were taken first) */
+	} else if (q->acked_tx) {
 		/* completes on the peer's ACK, in WR order: its place in the
 		 * FIFO even unsignaled (qp_acked counts them) */
 		pthread_mutex_lock(&q->rd_lock);
@@ -341,6 +404,13 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	}
 	if (q->acked_tx)
 		return 0;
+	if (fenced) {
+		struct xs_tp_read fence = { .len = 0 };
+
+		if (q->tp->read_req(c, &fence) < 0)
+			qp_enter_error(q, false, NULL); /* flushes the Write's completion */
+		return 0;
+	}
 	if (signaled && k && k->c) {
 		k->wc[k->n].wr_id = wr->wr_id;
 		k->wc[k->n].op = wop;

@@ -422,6 +422,10 @@ void xs_tx_stream_init(struct xs_conn *c, size_t mulpdu);
  * application thread has it (tx_mu briefly); keeps it with want_out set
  * while the socket is full.  A write error fails the stream (xs_rx_fail). */
 void xs_tx_engine(struct xs_conn *c);
+/* An application thread, after its receive (no lock held): the Read
+ * Responses that receive queued go out on this thread if tx is free
+ * (xs_tx.c rr_pump_caller), else the engine is asked to send them. */
+void xs_tx_caller_pump(struct xs_conn *c);
 /* Engine thread: c, an initiator whose peer is not an xsock, its Reply
  * just read, kicks the peer from now on (XS_KICK_FIRST_MS; the kick list
  * holds a reference).  xs_tx_kick_scan: the late tick's look at the list. */

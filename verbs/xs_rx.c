@@ -488,6 +488,7 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
 		xs_rx_tls_conn = NULL;
 	}
 	pthread_mutex_unlock(&c->rx_mu);
+	xs_tx_caller_pump(c);
 	return got;
 }
 
