@@ -481,11 +481,12 @@ out:
 		close_fd(&r->sp1);
 	atomic_store(&r->done, true);
 	bool orphan = atomic_load(&r->orphan);
+	if (orphan)
+		r->thr_pid = 0;
 	xsk_mutex_unlock(&s->mu);
 	if (orphan) {
 		/* nobody joins an orphan's thread: it closes the connection */
 		pthread_detach(pthread_self());
-		r->thr_pid = 0;
 		xsk_free(s);
 	}
 	return NULL;
@@ -519,6 +520,13 @@ static void xsk_relay_owner(struct xsk *s)
 
 	for (struct xsk_relay **pp = &s->relay; *pp;) {
 		struct xsk_relay *r = *pp;
+		/* a channel this process's thread serves already (an earlier
+		 * claim, or its own): its keep and sp1 are the thread's now
+		 * (a later fork's claim once changed them under it) */
+		if (r->serving && r->thr_pid == me) {
+			pp = &r->next;
+			continue;
+		}
 		/* the parent side keeps sp1 (relay_take_back) while its
 		 * sandboxed child side holds the channel */
 		r->keep = r->side == me && r->ar >= 0 && r->sp1 >= 0 && r->sp0 >= 0 &&
@@ -688,7 +696,10 @@ static void xsk_relay_free(struct xsk *s)
 			usleep(5000);
 		relay_stop(r);
 		pthread_join(r->thr, NULL);
+		/* the other channels' threads read it (xsk_relay_owner) */
+		xsk_mutex_lock(&s->mu);
 		r->thr_pid = 0;
+		xsk_mutex_unlock(&s->mu);
 	}
 	while (s->relay) {
 		struct xsk_relay *r = s->relay;
