@@ -72,6 +72,8 @@ struct xsk_relay {
 	bool announced; /* this process raised ctl */
 	/* the owner is the parent side: it keeps sp1, so that what a client
 	 * left unread when it ended is taken back (relay_take_back) */
+	/* keeps sp1 (relay_take_back); set under s->mu by each claim, read
+	 * by the thread without it: relaxed atomics (relay_keeps) */
 	bool keep;
 	pthread_t thr;
 	/* eventfd of this process only (made with the thread): raised with
@@ -89,6 +91,11 @@ struct xsk_relay {
 static pthread_mutex_t relay_mu = PTHREAD_MUTEX_INITIALIZER;
 static int relay_starting; /* threads created, not yet in their loop (relay_mu) */
 __thread bool xsk_relay_self;
+
+static bool relay_keeps(const struct xsk_relay *r)
+{
+	return __atomic_load_n(&r->keep, __ATOMIC_RELAXED);
+}
 
 static void close_fd(int *fd)
 {
@@ -159,7 +166,7 @@ static void settle(struct xsk *s)
 		bool busy = false;
 		xsk_mutex_lock(&s->mu);
 		for (struct xsk_relay *r = s->relay; r && !busy; r = r->next)
-			busy = r->thr_pid == me && r->keep && !atomic_load(&r->done) &&
+			busy = r->thr_pid == me && relay_keeps(r) && !atomic_load(&r->done) &&
 			       clients_gone(r);
 		xsk_mutex_unlock(&s->mu);
 		if (!busy)
@@ -243,7 +250,7 @@ static bool hup(int fd)
 /* No other process can read or write the channel any more. */
 static bool clients_gone(const struct xsk_relay *r)
 {
-	return r->keep ? r->ar < 0 || hup(r->ar) : r->sp0 < 0 || hup(r->sp0);
+	return relay_keeps(r) ? r->ar < 0 || hup(r->ar) : r->sp0 < 0 || hup(r->sp0);
 }
 
 static bool readable(int fd)
@@ -389,7 +396,7 @@ static void *relay_main(void *arg)
 			serving = true;
 		}
 		/* before the read below: once gone, sp0 holds all they wrote */
-		bool gone = r->keep && clients_gone(r);
+		bool gone = relay_keeps(r) && clients_gone(r);
 		/* client -> connection */
 		if (!up_n && !up_eof) {
 			ssize_t k = xsk_real.recv(r->sp0, up, RELAY_BUF, MSG_DONTWAIT);
@@ -402,7 +409,7 @@ static void *relay_main(void *arg)
 				up_eof = true;
 				/* EOF without HUP: a client's shutdown(SHUT_WR) (with
 				 * r->keep, sp1 is ours too: always that) */
-				if (r->keep || !hup(r->sp0))
+				if (relay_keeps(r) || !hup(r->sp0))
 					relay_io(s, NULL, 0, -1);
 			}
 		}
@@ -446,7 +453,7 @@ static void *relay_main(void *arg)
 				down_eof = true;
 			}
 		}
-		if (!r->keep && up_eof && hup(r->sp0) && !up_n)
+		if (!relay_keeps(r) && up_eof && hup(r->sp0) && !up_n)
 			break; /* every client closed its copy */
 		if (atomic_load(&r->stop))
 			break;
@@ -458,7 +465,7 @@ static void *relay_main(void *arg)
 							    (down_n ? POLLOUT : 0)) };
 		if (!client)
 			p[n++] = (struct pollfd){ .fd = r->ctl, .events = POLLIN };
-		if (r->keep)
+		if (relay_keeps(r))
 			p[n++] = (struct pollfd){ .fd = r->ar, .events = 0 };
 		if (r->wake >= 0)
 			p[n++] = (struct pollfd){ .fd = r->wake, .events = POLLIN };
@@ -477,7 +484,7 @@ out:
 	/* the clients see EOF; xsk_free joins and frees */
 	xsk_mutex_lock(&s->mu);
 	close_fd(&r->sp0);
-	if (r->keep)
+	if (relay_keeps(r))
 		close_fd(&r->sp1);
 	atomic_store(&r->done, true);
 	bool orphan = atomic_load(&r->orphan);
@@ -520,18 +527,13 @@ static void xsk_relay_owner(struct xsk *s)
 
 	for (struct xsk_relay **pp = &s->relay; *pp;) {
 		struct xsk_relay *r = *pp;
-		/* a channel this process's thread serves already (an earlier
-		 * claim, or its own): its keep and sp1 are the thread's now
-		 * (a later fork's claim once changed them under it) */
-		if (r->serving && r->thr_pid == me) {
-			pp = &r->next;
-			continue;
-		}
 		/* the parent side keeps sp1 (relay_take_back) while its
 		 * sandboxed child side holds the channel */
-		r->keep = r->side == me && r->ar >= 0 && r->sp1 >= 0 && r->sp0 >= 0 &&
-			  readable(r->ar);
-		if (!r->keep)
+		__atomic_store_n(&r->keep,
+				 r->side == me && r->ar >= 0 && r->sp1 >= 0 && r->sp0 >= 0 &&
+					 readable(r->ar),
+				 __ATOMIC_RELAXED);
+		if (!relay_keeps(r))
 			close_fd(&r->sp1);
 		if (r->thr_pid == me) {
 			pp = &r->next;
