@@ -71,9 +71,9 @@ struct xsk_relay {
 	pid_t thr_pid; /* the process whose thread serves it (0: none, -1: a client's) */
 	bool announced; /* this process raised ctl */
 	/* the owner is the parent side: it keeps sp1, so that what a client
-	 * left unread when it ended is taken back (relay_take_back) */
-	/* keeps sp1 (relay_take_back); set under s->mu by each claim, read
-	 * by the thread without it: relaxed atomics (relay_keeps) */
+	 * left unread when it ended is taken back (relay_take_back).  Set
+	 * under s->mu by each claim, read by the thread without it: relaxed
+	 * atomics (relay_keeps) */
 	bool keep;
 	pthread_t thr;
 	/* eventfd of this process only (made with the thread): raised with

@@ -18,12 +18,19 @@
  * rd_lock held, or NULL with rd_lock released and *rc: 0 when the QP left
  * RTS meanwhile (the WR completed as flushed), ENOMEM.  Posting thread,
  * sq_lock held. */
+/* How many Reads and Atomics may be outstanding: ORD, within the send
+ * queue (rd_lock held). */
+static unsigned ord_limit(const struct xs_qp *q)
+{
+	return q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+}
+
 static struct xs_sqe *ord_reserve(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op, int *rc)
 {
 	unsigned limit;
 
 	pthread_mutex_lock(&q->rd_lock);
-	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+	limit = ord_limit(q);
 	if (!limit)
 		limit = 1;
 	while (q->rd_count >= limit && qp_state(q) == IBV_QPS_RTS)
@@ -163,7 +170,7 @@ static bool write_fence(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode wop,
 	unsigned limit;
 
 	pthread_mutex_lock(&q->rd_lock);
-	limit = q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
+	limit = ord_limit(q);
 	if (!limit || q->rd_count >= limit || sq_reserve(q, 1)) {
 		pthread_mutex_unlock(&q->rd_lock);
 		return false;

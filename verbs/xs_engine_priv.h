@@ -147,6 +147,9 @@ struct xs_conn {
 	uint8_t *rbuf;
 	bool rx_large; /* large FPDUs are streaming in: read headers only */
 	int rx_defer; /* XS_RX_DEFER_*: an app thread's receive found the end */
+	/* an app thread's receive queued Read Responses: it sends them after
+	 * (xs_conn_poll, xs_tx_caller_pump) */
+	bool rx_rr_queued;
 	struct xs_err rx_defer_err;
 	struct rdmap_term rx_defer_term; /* QPTERM: the QP's Terminate to send */
 	/* Application threads blocked until this socket is readable, to
@@ -422,8 +425,8 @@ void xs_tx_stream_init(struct xs_conn *c, size_t mulpdu);
  * application thread has it (tx_mu briefly); keeps it with want_out set
  * while the socket is full.  A write error fails the stream (xs_rx_fail). */
 void xs_tx_engine(struct xs_conn *c);
-/* An application thread, after its receive (no lock held): the Read
- * Responses that receive queued go out on this thread if tx is free
+/* An application thread, after a receive that queued Read Responses
+ * (rx_rr_queued; no lock held): they go out on this thread if tx is free
  * (xs_tx.c rr_pump_caller), else the engine is asked to send them. */
 void xs_tx_caller_pump(struct xs_conn *c);
 /* Engine thread: c, an initiator whose peer is not an xsock, its Reply

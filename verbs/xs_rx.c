@@ -487,8 +487,12 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
 		got = (ssize_t)xs_rx_receive(c, budget, false);
 		xs_rx_tls_conn = NULL;
 	}
+	bool pump = c->rx_rr_queued;
+
+	c->rx_rr_queued = false;
 	pthread_mutex_unlock(&c->rx_mu);
-	xs_tx_caller_pump(c);
+	if (pump)
+		xs_tx_caller_pump(c);
 	return got;
 }
 

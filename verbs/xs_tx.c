@@ -310,6 +310,13 @@ static int tx_acquire(struct xs_conn *c)
  * engine answers those); the engine's own segmented response (rr_active)
  * and Atomic Responses stay the engine's.  tx owned, tx_mu not held; a
  * write error leaves the rest to the engine, which fails the stream. */
+/* The oldest queued response is out (tx_mu held). */
+static void rr_pop(struct xs_conn *c)
+{
+	c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
+	c->rr_count--;
+}
+
 static void rr_pump_caller(struct xs_conn *c)
 {
 	if (xs_eng_on_thread || xs_rx_tls_conn == c)
@@ -326,15 +333,26 @@ static void rr_pump_caller(struct xs_conn *c)
 				 r.len ? 1 : 0) < 0)
 			return;
 		pthread_mutex_lock(&c->tx_mu);
-		c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
-		c->rr_count--;
+		rr_pop(c);
 		if (!c->rr_count)
 			c->rtr_answering = false; /* as the engine's pump: out */
 	}
 	pthread_mutex_unlock(&c->tx_mu);
 }
 
-static void tx_release(struct xs_conn *c);
+static void tx_release(struct xs_conn *c)
+{
+	bool kick;
+
+	rr_pump_caller(c);
+	pthread_mutex_lock(&c->tx_mu);
+	c->tx_busy = false;
+	kick = c->rr_count > 0 || c->disconnect_asked;
+	pthread_cond_broadcast(&c->tx_cv);
+	pthread_mutex_unlock(&c->tx_mu);
+	if (kick)
+		xs_eng_command(c, CMD_TX);
+}
 
 void xs_tx_caller_pump(struct xs_conn *c)
 {
@@ -352,20 +370,6 @@ void xs_tx_caller_pump(struct xs_conn *c)
 	c->tx_busy = true;
 	pthread_mutex_unlock(&c->tx_mu);
 	tx_release(c); /* rr_pump_caller, then the engine for what is left */
-}
-
-static void tx_release(struct xs_conn *c)
-{
-	bool kick;
-
-	rr_pump_caller(c);
-	pthread_mutex_lock(&c->tx_mu);
-	c->tx_busy = false;
-	kick = c->rr_count > 0 || c->disconnect_asked;
-	pthread_cond_broadcast(&c->tx_cv);
-	pthread_mutex_unlock(&c->tx_mu);
-	if (kick)
-		xs_eng_command(c, CMD_TX);
 }
 
 /* A message of several FPDUs leaves in one sendmsg (a system call per
@@ -519,8 +523,10 @@ static int rr_queue(struct xs_conn *c, const struct xs_rresp *in)
 	c->rr_count++;
 	pthread_mutex_unlock(&c->tx_mu);
 	/* on the engine thread the pump runs after this round of input, on
-	 * an application thread's receive after it (xs_tx_caller_pump) */
-	if (!xs_eng_on_thread && xs_rx_tls_conn != c)
+	 * an application thread's receive (its rx_mu held) after it */
+	if (xs_rx_tls_conn == c)
+		c->rx_rr_queued = true;
+	else if (!xs_eng_on_thread)
 		xs_eng_command(c, CMD_TX);
 	return 0;
 }
@@ -616,8 +622,7 @@ static int engine_atomic_resp_fpdu(struct xs_conn *c, const struct xs_rresp *r)
 		return rc;
 	rem_append(c);
 	pthread_mutex_lock(&c->tx_mu);
-	c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
-	c->rr_count--;
+	rr_pop(c);
 	pthread_mutex_unlock(&c->tx_mu);
 	return 0;
 }
@@ -673,8 +678,7 @@ static int engine_next_rr_fpdu(struct xs_conn *c)
 	if (h.last) {
 		c->rr_active = false;
 		pthread_mutex_lock(&c->tx_mu);
-		c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
-		c->rr_count--;
+		rr_pop(c);
 		pthread_mutex_unlock(&c->tx_mu);
 	}
 	return 0;
