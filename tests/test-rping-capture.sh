@@ -19,19 +19,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 fail=0
-# tshark does not reassemble an FPDU that TCP split across segments (a
-# partial send on a loaded machine) and then loses the framing; a case whose
-# only failure is the decode runs once more, with a note.
 run_case() {
-    lost=0
-    run_once "$@"
-    if [ $lost = 1 ]; then
-        echo "note $1: tshark lost the FPDU framing; running the case again"
-        run_once "$@"
-        [ $lost = 0 ] || fail=1
-    fi
-}
-run_once() {
     name=$1; shift
     port=$(xs_free_port)
     pcap=$tmp/$name.pcap
@@ -48,7 +36,7 @@ run_once() {
     fi
     xs_capture_stop "$tmp/$name.tcpdump" # drops: the decode checks below decide
 
-    ts="tshark -n -r $pcap --disable-protocol rpcordma"
+    ts="xs_tshark -r $pcap"
     # FPDUs, not packets: one segment may carry several
     fpdus=$($ts -Y iwarp_mpa.fpdu -T fields -E occurrence=a -E aggregator=' ' -e iwarp_mpa.ulpdulength 2>/dev/null | wc -w)
     malformed=$($ts -Y '_ws.malformed || _ws.expert.severity == error' 2>/dev/null | wc -l)
@@ -62,9 +50,9 @@ run_once() {
     echo "$name: FPDUs $fpdus; malformed/errors $malformed; CRC good $goodcrc bad $badcrc; req $req rep $rep"
     echo "$name: tcpdump: $(grep -h 'packets' "$tmp/$name.tcpdump" | tr '\n' ';')"
     # rping -C 20: 20 x (Send, Read, Send, Write, Send) + disconnect: well over 100 FPDUs
-    [ "$fpdus" -ge 100 ] || { echo "decode $name: only $fpdus FPDUs decoded"; lost=1; }
-    [ "$malformed" -eq 0 ] || { echo "decode $name: malformed frames"; $ts -Y '_ws.malformed || _ws.expert.severity == error' | head; lost=1; }
-    [ "$badcrc" -eq 0 ] && [ "$goodcrc" -eq "$fpdus" ] || { echo "decode $name: CRC good $goodcrc of $fpdus, bad $badcrc"; lost=1; }
+    [ "$fpdus" -ge 100 ] || { echo "FAIL $name: only $fpdus FPDUs decoded"; fail=1; }
+    [ "$malformed" -eq 0 ] || { echo "FAIL $name: malformed frames"; $ts -Y '_ws.malformed || _ws.expert.severity == error' | head; fail=1; }
+    [ "$badcrc" -eq 0 ] && [ "$goodcrc" -eq "$fpdus" ] || { echo "FAIL $name: CRC good $goodcrc of $fpdus, bad $badcrc"; fail=1; }
     [ "$req" -eq 1 ] && [ "$rep" -eq 1 ] || { echo "FAIL $name: MPA Request/Reply not decoded"; fail=1; }
     case "$*" in
     *"--p2p write"*)

@@ -30,7 +30,7 @@ run_case() {
     fi
     xs_capture_stop "$tmp/$name.tcpdump" # drops: the decode checks below decide
 
-    ts="tshark -n -r $pcap --disable-protocol rpcordma"
+    ts="xs_tshark -r $pcap"
     onmarker=$(sed -n 's/.* \([0-9]*\) end on a marker.*/\1/p' "$tmp/$name.out" | awk '{s+=$1} END {print s+0}')
     [ "$onmarker" -eq 0 ] || { echo "FAIL $name: $onmarker FPDUs end on a marker boundary (Wireshark 4.0 cannot decode those): change the sizes"; fail=1; }
     sent=$(sed -n 's/^\(initiator\|responder\): \([0-9]*\) FPDUs.*/\2/p' "$tmp/$name.out" | awk '{s+=$1} END {print s+0}')

@@ -32,7 +32,9 @@ run_case() {
     port=$(xs_free_port)
     rm -f "$tmp/out.bin"
     if [ $capture = 1 ]; then
-        xs_capture_start "$tmp/$name.pcap" "$tmp/$name.tcpdump" "$port" || exit 99
+        # the handshake only: a full capture of 3 MiB at loopback speed
+        # drops packets on a loaded machine (CI: 22 under ASan)
+        xs_capture_start "$tmp/$name.pcap" "$tmp/$name.tcpdump" "$port" "$xs_mpa_keys_filter" || exit 99
     fi
     $run timeout 60 socat -u TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr \
         OPEN:"$tmp/out.bin",creat,trunc 2>"$tmp/$name.srv" &
@@ -50,7 +52,8 @@ run_case() {
         echo "FAIL $name: sha256 $got != $want"; fail=1
     fi
     if [ $capture = 1 ]; then
-        xs_capture_stop "$tmp/$name.tcpdump" || fail=1
+        # drops are the instrument's: the key counts below decide
+        xs_capture_stop "$tmp/$name.tcpdump"
         req=$(tcpdump -r "$tmp/$name.pcap" -A 2>/dev/null | grep -c "MPA ID Req Frame")
         rep=$(tcpdump -r "$tmp/$name.pcap" -A 2>/dev/null | grep -c "MPA ID Rep Frame")
         pkts=$(tcpdump -r "$tmp/$name.pcap" 2>/dev/null | wc -l)
