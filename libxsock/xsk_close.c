@@ -210,8 +210,8 @@ void xsk_free(struct xsk *s)
 	}
 	if (st && s->pd)
 		st->dealloc_pd(s->pd);
-	xsk_ring_free(st, s->mem, s->mem_len);
-	xsk_ring_free(st, s->sbuf, s->sbuf_size);
+	xsk_ring_free(s->mem, s->mem_len);
+	xsk_ring_free(s->sbuf, s->sbuf_size);
 	free(s->rmsg);
 	free(s->unread.buf);
 	if (s->plain_fd >= 0)

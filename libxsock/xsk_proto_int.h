@@ -40,8 +40,8 @@ int xsk_make_channel(struct xsk *s, const struct xsk_stack *st);
  * hand-over's registration, the ring as the old process left it).  0 or
  * -errno (the caller frees s). */
 int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad);
-/* A ring from xsk_setup_qp (st may be NULL: then never a kernel stack's). */
-void xsk_ring_free(const struct xsk_stack *st, void *p, size_t len);
+/* A ring from xsk_setup_qp (NULL: nothing). */
+void xsk_ring_free(void *p, size_t len);
 /* Our connection data (after xsk_setup_qp). */
 void xsk_local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN]);
 /* The address (TO) of p in the receive memory as the MR knows it. */

@@ -153,32 +153,28 @@ void xsk_wr_imm(struct ibv_send_wr *wr, uint32_t msg)
 
 /* ---- resources ----------------------------------------------------------------- */
 
-/* The memory the stack places data in or sends from.  Over a kernel stack
- * it is MAP_SHARED, which fork never copies: the kernel keeps placing into
- * the pages it pinned at registration, and those must stay the owner's (a
- * private page written after a fork was copied for the writer on older
- * kernels, the old page left to the kernel and the child: the reason for
- * rdma-core's ibv_fork_init).  NULL on failure. */
+/* The memory the stack places data in or sends from: fresh anonymous
+ * pages, zero and faulted in only where data lands (a ring cleared with
+ * memset cost every connection 768 KiB of page faults and stores, most
+ * of a short connection's setup), so no data of an earlier connection is
+ * ever read through it.  Over a kernel stack it is MAP_SHARED, which fork
+ * never copies: the kernel keeps placing into the pages it pinned at
+ * registration, and those must stay the owner's (a private page written
+ * after a fork was copied for the writer on older kernels, the old page
+ * left to the kernel and the child: the reason for rdma-core's
+ * ibv_fork_init).  NULL on failure. */
 static void *ring_alloc(const struct xsk_stack *st, size_t len)
 {
-	void *p;
+	int share = st->kernel ? MAP_SHARED : MAP_PRIVATE;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, share | MAP_ANONYMOUS, -1, 0);
 
-	if (st->kernel) {
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	if (posix_memalign(&p, 4096, len))
-		return NULL;
-	memset(p, 0, len);
-	return p;
+	return p == MAP_FAILED ? NULL : p;
 }
 
-void xsk_ring_free(const struct xsk_stack *st, void *p, size_t len)
+void xsk_ring_free(void *p, size_t len)
 {
-	if (p && st && st->kernel)
+	if (p)
 		munmap(p, len);
-	else
-		free(p);
 }
 
 int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad)
