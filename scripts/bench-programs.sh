@@ -30,6 +30,11 @@
 #                 and sendfile; a 1 MiB file fetched by curl and compared
 #   memcached     one python3 client speaking the text protocol: set then get
 #                 3000 items of 100-1000 octets, 5 passes, every value compared
+#   nginx-ab      (with nginx) ab -c 8 without keep-alive on the 4 KiB file:
+#                 a connection per request
+#   churn         a python3 client: connect, a 32-octet echo checked, close,
+#                 2000 times in a row against a python3 echo server
+#   churn-c16     the same from 16 client processes at once
 #
 # --quick        1 repetition, short durations: a smoke run
 # --netns        server in one network namespace (10.77.0.1), client in
@@ -69,14 +74,14 @@ libs="$bdir/verbs/.libs/libiwarp.so.0 $bdir/libxsock/.libs/libxsock.so.0"
 [ $netem = 1 ] && [ $netns = 0 ] && { echo "$me: --netem needs --netns" >&2; exit 2; }
 [ $netns = 1 ] && [ "$(id -u)" != 0 ] && { echo "$me: --netns needs root" >&2; exit 2; }
 case $only in
-''|iperf3|iperf3-1|iperf3-P4|redis|pgbench|nginx|memcached) ;;
-*) echo "$me: --only: one of iperf3 iperf3-P4 redis pgbench nginx memcached" >&2; exit 2 ;;
+''|iperf3|iperf3-1|iperf3-P4|redis|pgbench|nginx|memcached|churn|churn-c16) ;;
+*) echo "$me: --only: one of iperf3 iperf3-P4 redis pgbench nginx memcached churn churn-c16" >&2; exit 2 ;;
 esac
 command -v /usr/bin/time >/dev/null 2>&1 || { echo "$me: no /usr/bin/time (apt-get install time)" >&2; exit 2; }
 
 reps=${XS_BENCH_REPS:-5}
-dur=4 rn=100000 pgt=5 wrkd=4 mcpass=5
-[ $quick = 1 ] && { reps=1 dur=1 rn=5000 pgt=1 wrkd=1 mcpass=1; }
+dur=4 rn=100000 pgt=5 wrkd=4 mcpass=5 abn=3000 chn=2000
+[ $quick = 1 ] && { reps=1 dur=1 rn=5000 pgt=1 wrkd=1 mcpass=1 abn=300 chn=200; }
 
 rows="tcp preload iwarp crc"
 if [ $markers = 1 ]; then
@@ -378,6 +383,91 @@ EOF
         record nginx "$r" "$v" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
             "$(time_s "$tmp/$k.ctime")"
     fi
+    # a connection per request: ab without -k
+    if command -v ab >/dev/null 2>&1; then
+        c0=$(tree_cpu "$srvjob")
+        if ! rowrun "$r" cli "$tmp/$k.abtime" timeout 300 ab -q -n "$abn" -c 8 "$url/small.bin" \
+            >"$tmp/$k.ab" 2>&1; then
+            fail nginx-ab "$r" "ab failed" "$tmp/$k.ab"; stop_server; return
+        fi
+        c1=$(tree_cpu "$srvjob")
+        v=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/$k.ab")
+        if [ -z "$v" ] || ! grep -q "^Failed requests: *0$" "$tmp/$k.ab"; then
+            fail nginx-ab "$r" "ab: failed requests" "$tmp/$k.ab"
+        else
+            record nginx-ab "$r" "$v" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
+                "$(time_s "$tmp/$k.abtime")"
+        fi
+    fi
+    stop_server
+}
+
+# churn: a connection per exchange, from python3 on both sides
+churn_setup() {
+    cat >"$tmp/churn-srv.py" <<'EOF2'
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(256)
+while True:
+    c, _ = s.accept()
+    d = c.recv(64)
+    if d:
+        c.sendall(d)
+    c.close()
+EOF2
+    cat >"$tmp/churn-cli.py" <<'EOF2'
+# HOST PORT N PROCS: N connections in all, each with a 32-octet echo checked;
+# prints the median time to the reply (us), then connections per second
+import os, socket, sys, time
+host, port, n, procs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+def run(k, w):
+    t = []
+    for i in range(k):
+        a = time.perf_counter()
+        c = socket.create_connection((host, port))
+        m = b"%032d" % i
+        c.sendall(m)
+        if c.recv(64) != m:
+            sys.exit("echo differs")
+        t.append(time.perf_counter() - a)
+        c.close()
+    t.sort()
+    os.write(w, b"%f\n" % t[len(t) // 2])
+t0 = time.perf_counter()
+r, w = os.pipe()
+kids = []
+for p in range(procs):
+    pid = os.fork()
+    if pid == 0:
+        run(n // procs, w)
+        os._exit(0)
+    kids.append(pid)
+ok = all(os.waitpid(k, 0)[1] == 0 for k in kids)
+el = time.perf_counter() - t0
+os.close(w)
+meds = sorted(float(x) for x in os.read(r, 65536).split())
+if not ok or len(meds) != procs:
+    sys.exit("a client failed")
+print("%.1f" % (meds[len(meds) // 2] * 1e6))
+print("%.0f" % (n // procs * procs / el))
+EOF2
+}
+churn_run() {
+    p=$1 r=$2 k=$1-$2-$3 port=$(free_port) np=1
+    [ "$p" = churn-c16 ] && np=16
+    start_server "$k" "$r" timeout 600 python3 "$tmp/churn-srv.py" "$saddr" "$port"
+    wait_listen "$port" || { fail "$p" "$r" "server did not listen" "$tmp/$k.srv"; stop_server; return; }
+    c0=$(tree_cpu "$srvjob")
+    if ! rowrun "$r" cli "$tmp/$k.ctime" timeout 300 python3 "$tmp/churn-cli.py" "$saddr" "$port" \
+        "$chn" "$np" >"$tmp/$k.out" 2>&1; then
+        fail "$p" "$r" "client failed" "$tmp/$k.out" "$tmp/$k.srv"; stop_server; return
+    fi
+    c1=$(tree_cpu "$srvjob")
+    kill -0 "$srvjob" 2>/dev/null || fail "$p" "$r" "server died" "$tmp/$k.srv"
+    record "$p" "$r" "$(tail -1 "$tmp/$k.out")" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
+        "$(time_s "$tmp/$k.ctime")"
+    record "$p-reply" "$r" "$(head -1 "$tmp/$k.out")"
     stop_server
 }
 
@@ -466,9 +556,10 @@ fi
 
 # ---- setup, then the repetitions: within each, every program and row ----
 progs=
-for p in iperf3-1 iperf3-P4 redis pgbench nginx memcached; do
+for p in iperf3-1 iperf3-P4 redis pgbench nginx memcached churn churn-c16; do
     want "$p" || continue
     case $p in
+    churn*) [ -f "$tmp/churn-srv.py" ] || churn_setup ;;
     pgbench) pg_setup || continue ;;
     nginx) nginx_setup || continue ;;
     memcached) memcached_setup || continue ;;
@@ -497,6 +588,7 @@ while [ $rep -lt "$reps" ]; do
             pgbench) pgbench_run "$row" $rep ;;
             nginx) nginx_run "$row" $rep ;;
             memcached) memcached_run "$row" $rep ;;
+            churn*) churn_run "$prog" "$row" $rep ;;
             esac
             printf '.' >&2
         done
@@ -508,11 +600,13 @@ echo >&2
 # med PROG ROW FIELD (bench-lib.sh): the median of FIELD over the runs recorded
 . "$top/scripts/bench-lib.sh"
 unit() {
-    case $1 in iperf3*) echo Gbit/s ;; pgbench) echo tps ;; memcached) echo ops/s ;; *) echo req/s ;; esac
+    case $1 in iperf3*) echo Gbit/s ;; pgbench) echo tps ;; memcached) echo ops/s ;;
+    churn*-reply) echo us ;; churn*) echo conn/s ;; *) echo req/s ;; esac
 }
 [ -n "$plot" ] && { mkdir -p "$plot"; echo "# program row ratio_to_tcp (medians)" >"$plot/programs.dat"; }
 printf '\n%-12s %-14s %10s %-7s %8s %9s %9s %5s\n' program row median unit "vs tcp" "srv cpu s" "cli cpu s" runs
-for p in iperf3 iperf3-P4 redis-set redis-get pgbench nginx memcached; do
+for p in iperf3 iperf3-P4 redis-set redis-get pgbench nginx nginx-ab memcached churn churn-reply \
+    churn-c16 churn-c16-reply; do
     grep -q "^$p " "$res" || continue
     t=$(med "$p" tcp 3)
     for r in $rows; do
