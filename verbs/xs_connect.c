@@ -74,6 +74,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		if (errno == ECONNREFUSED) {
 			/* the engine dials again (xs_connect_redial_track) */
 			c->refused_now = true;
+			xs_connect_refused(c);
 		} else {
 			rc = -errno;
 			xs_eng_conn_free(c);
@@ -97,6 +98,16 @@ static void redial_list_add(struct xs_conn *c, uint64_t due_ms)
 	xs_close_late_arm();
 }
 
+/* c's connect was refused and is to be dialled again: counted until
+ * xs_hs_connect_done (any thread that owns c). */
+void xs_connect_refused(struct xs_conn *c)
+{
+	if (!c->refused_counted) {
+		c->refused_counted = true;
+		atomic_fetch_add(&xs_eng.refused_conns, 1);
+	}
+}
+
 /* Engine: must c's MPA Request wait?  While an earlier connect to the same
  * address was refused and is to be dialled again: the listener reports
  * CONNECT_REQUESTs in the order Requests come, and perftest -R -q N pairs
@@ -105,7 +116,7 @@ bool xs_connect_blocked(const struct xs_conn *c)
 {
 	bool blocked = false;
 
-	if (!c->dst_len)
+	if (!c->dst_len || !atomic_load(&xs_eng.refused_conns))
 		return false;
 	pthread_mutex_lock(&xs_eng.reg_mu);
 	for (const struct xs_conn *r = xs_eng.conns; r && !blocked; r = r->all_next)
@@ -138,6 +149,7 @@ bool xs_connect_redial_track(struct xs_conn *c)
 	if (c->redial_wait_ms == XS_REDIAL_FIRST_MS)
 		xs_log("connect refused: dialling again for up to %u ms",
 		       (unsigned)(c->redial_end_ms - now));
+	xs_connect_refused(c);
 	redial_list_add(c, now + c->redial_wait_ms);
 	return true;
 }

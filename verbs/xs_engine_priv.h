@@ -190,6 +190,7 @@ struct xs_conn {
 	uint64_t redial_end_ms, redial_due_ms;
 	unsigned redial_wait_ms;
 	bool on_redial_list, refused_now;
+	bool refused_counted; /* in xs_eng.refused_conns (xs_connect_refused) */
 	struct xs_conn *redial_next;
 	/* initiator: the order of its xs_connect among all (xs_connect_blocked);
 	 * req_held: connected and on xs_eng.redial, its MPA Request waiting for
@@ -351,6 +352,11 @@ struct xs_engine {
 	 * before mu), and the engine's pause around fork() */
 	pthread_mutex_t reg_mu;
 	struct xs_conn *conns;
+	/* connects refused, to be dialled again, and not done yet: while 0
+	 * no connect waits behind another (xs_connect_blocked skips its scan
+	 * of conns, which a client's lingering connections made long); one
+	 * whose end is missed keeps the scan on, as before */
+	atomic_uint refused_conns;
 	struct xs_listener *listeners;
 	bool started;
 	_Atomic bool pause_req;
@@ -533,8 +539,13 @@ void xs_close_linger_input(struct xs_conn *c);
 
 /* ---- connect and redial (xs_connect.c) ------------------------------------ */
 
+/* c's connect was refused, to be dialled again: counted in
+ * xs_eng.refused_conns until xs_hs_connect_done (the thread that owns c:
+ * the connecting one, then the engine). */
+void xs_connect_refused(struct xs_conn *c);
 /* Engine thread: must c's MPA Request wait for an earlier connect to the
- * same address that is to be dialled again?  Takes reg_mu. */
+ * same address that is to be dialled again?  Takes reg_mu (none while no
+ * connect is refused). */
 bool xs_connect_blocked(const struct xs_conn *c);
 /* Engine thread: c, connected, looks again XS_REDIAL_FIRST_MS later. */
 void xs_connect_hold(struct xs_conn *c);

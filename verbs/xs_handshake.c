@@ -128,6 +128,10 @@ void xs_hs_connect_done(struct xs_conn *c, int status, const struct mpa_frame *r
 	xs_connect_fn cb = c->connect_cb;
 
 	c->connect_cb = NULL;
+	if (c->refused_counted) {
+		c->refused_counted = false;
+		atomic_fetch_sub(&xs_eng.refused_conns, 1);
+	}
 	if (status == 0) {
 		c->state = CONN_ACCEPTED;
 		xs_hs_stream_setup(c);
