@@ -48,6 +48,8 @@ void xsk_local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN]);
 uint64_t xsk_mem_to(const struct xsk *s, const void *p);
 /* Post receive buffer i again; 0 or -errno. */
 int xsk_post_recv(struct xsk *s, unsigned i);
+/* Post receive buffers i .. i + n - 1, chained; 0 or -errno. */
+int xsk_post_recvs(struct xsk *s, unsigned i, unsigned n);
 /* A 4-octet Send carrying msg, in the peer's byte order; 0 or -errno. */
 int xsk_post_msg(struct xsk *s, uint32_t msg);
 /* wr becomes the zero-length RDMA Write with immediate carrying msg (msg_imm) */

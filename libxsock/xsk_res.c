@@ -110,12 +110,33 @@ uint64_t xsk_mem_to(const struct xsk *s, const void *p)
 
 int xsk_post_recv(struct xsk *s, unsigned i)
 {
-	struct ibv_sge sge = { .addr = xsk_mem_to(s, &s->rmsgbuf[i]), .length = 4,
-			       .lkey = s->rmr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = WR_RECV | i, .sg_list = &sge, .num_sge = 1 };
-	struct ibv_recv_wr *bad;
+	return xsk_post_recvs(s, i, 1);
+}
 
-	return -ibv_post_recv(s->id->qp, &wr, &bad);
+/* Receives i .. i + n - 1, chained in posts of up to 64 (one QP lock each:
+ * a connection's setup posted its 416 one call at a time). */
+int xsk_post_recvs(struct xsk *s, unsigned i, unsigned n)
+{
+	struct ibv_sge sge[64];
+	struct ibv_recv_wr wr[64], *bad;
+
+	while (n) {
+		unsigned k = n < 64 ? n : 64;
+
+		for (unsigned j = 0; j < k; j++) {
+			sge[j] = (struct ibv_sge){ .addr = xsk_mem_to(s, &s->rmsgbuf[i + j]),
+						   .length = 4, .lkey = s->rmr->lkey };
+			wr[j] = (struct ibv_recv_wr){ .wr_id = WR_RECV | (i + j), .sg_list = &sge[j],
+						      .num_sge = 1,
+						      .next = j + 1 < k ? &wr[j + 1] : NULL };
+		}
+		int rc = ibv_post_recv(s->id->qp, wr, &bad);
+		if (rc)
+			return -rc;
+		i += k;
+		n -= k;
+	}
+	return 0;
 }
 
 /* A 4-octet Send carrying msg, in the peer's byte order; with msg_imm a
@@ -241,11 +262,9 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 	};
 	if (st->create_qp(s->id, s->pd, &qa))
 		return -(errno ? errno : ENOMEM);
-	for (unsigned i = 0; i < s->nrecv; i++) {
-		rc = xsk_post_recv(s, i);
-		if (rc)
-			return rc;
-	}
+	rc = xsk_post_recvs(s, 0, s->nrecv);
+	if (rc)
+		return rc;
 	rc = ibv_req_notify_cq(s->cq, 0);
 	if (rc)
 		return -rc;
