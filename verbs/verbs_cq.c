@@ -586,19 +586,26 @@ static bool cq_fires(struct xs_cq *x, const struct ibv_wc *wc, bool solicited)
 
 int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
+	return xs_cq_push_n(cq, wc, 1, solicited);
+}
+
+int xs_cq_push_n(struct ibv_cq *cq, const struct ibv_wc *wc, unsigned n, bool solicited)
+{
 	struct xs_cq *x = (struct xs_cq *)cq;
-	bool fire = false, overflow = false, dropped;
+	bool fire = false, overflow = false, dropped = false;
 
 	pthread_mutex_lock(&x->lock);
-	dropped = x->count == x->cap;
-	if (dropped) {
-		overflow = !x->overflow;
-		x->overflow = true;
-	} else {
-		x->ring[(x->head + x->count) & (x->cap - 1)] = *wc;
+	for (unsigned i = 0; i < n; i++) {
+		if (x->count == x->cap) {
+			dropped = true;
+			overflow |= !x->overflow;
+			x->overflow = true;
+			continue;
+		}
+		x->ring[(x->head + x->count) & (x->cap - 1)] = wc[i];
 		x->count++;
 		x->pushed++;
-		fire = cq_fires(x, wc, solicited);
+		fire |= cq_fires(x, &wc[i], solicited);
 	}
 	pthread_mutex_unlock(&x->lock);
 	if (overflow) {

@@ -141,6 +141,9 @@ struct xs_cq {
 /* Append a completion (any thread).  solicited: a receive of a Send with SE,
  * for req_notify_cq(cq, 1).  Returns 0, or -ENOSPC on overflow (dropped). */
 int xs_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* n completions under one lock (a QP's flush): as n calls of xs_cq_push,
+ * -ENOSPC if any was dropped. */
+int xs_cq_push_n(struct ibv_cq *cq, const struct ibv_wc *wc, unsigned n, bool solicited);
 
 /* ibv_destroy_qp (no upcall of the QP runs any more): drop its completions
  * not polled yet, as rdma-core's hardware providers do (mlx5, irdma clean
