@@ -76,7 +76,7 @@ static struct ddp_rxbuf *ddp_ring_alloc(unsigned depth)
 		if (r)
 			ddp_ring_free(r); /* another depth: kept for its kind */
 	}
-	/* (no overflow: depth is an unsigned, the entries far below 2^32) */
+	/* (no overflow in size_t: fewer than 2^32 entries of 552 octets) */
 	p = malloc(DDP_RING_HDR + (size_t)depth * sizeof(struct ddp_rxbuf));
 	if (!p)
 		return NULL;

@@ -175,8 +175,6 @@ stack_check() {
     esac
 }
 
-# capture_begin NAME PORT / capture_end NAME MODE(iwarp|roce|plain): the
-# stack's account (stack_check) and, with
 # tshark as the decode checks run it: heuristic dissectors (MPA's) before
 # the port table, else a free port that another protocol registered
 # (9092 Kafka, 5432 PostgreSQL...) hides the whole session from iwarp_mpa
@@ -189,6 +187,8 @@ xs_tshark() {
 # (the flags first: a payload load past a SYN's end rejects the whole filter)
 xs_mpa_keys_filter="tcp[tcpflags] & (tcp-syn|tcp-rst) != 0 or tcp[((tcp[12] & 0xf0) >> 2):4] = 0x4d504120"
 
+# capture_begin NAME PORT / capture_end NAME MODE(iwarp|roce|plain): the
+# stack's account (stack_check) and, with
 # capture=1 (xs_capture_ok), the segments on PORT whose payload starts with
 # "MPA " (the Request/Reply keys: a full capture of a loopback transfer at
 # full speed drops packets) and the SYNs and RSTs (xs_capture_stop's marker

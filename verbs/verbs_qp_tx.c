@@ -13,11 +13,6 @@
 /* ---- post_send -------------------------------------------------------------- */
 
 
-/* A Read or an Atomic may go when fewer than ORD of them are outstanding
- * (and after those before it: WR order).  Returns its send-FIFO slot with
- * rd_lock held, or NULL with rd_lock released and *rc: 0 when the QP left
- * RTS meanwhile (the WR completed as flushed), ENOMEM.  Posting thread,
- * sq_lock held. */
 /* How many Reads and Atomics may be outstanding: ORD, within the send
  * queue (rd_lock held). */
 static unsigned ord_limit(const struct xs_qp *q)
@@ -25,6 +20,11 @@ static unsigned ord_limit(const struct xs_qp *q)
 	return q->ord < q->cap.max_send_wr ? q->ord : q->cap.max_send_wr;
 }
 
+/* A Read or an Atomic may go when fewer than ORD of them are outstanding
+ * (and after those before it: WR order).  Returns its send-FIFO slot with
+ * rd_lock held, or NULL with rd_lock released and *rc: 0 when the QP left
+ * RTS meanwhile (the WR completed as flushed), ENOMEM.  Posting thread,
+ * sq_lock held. */
 static struct xs_sqe *ord_reserve(struct xs_qp *q, uint64_t wr_id, enum ibv_wc_opcode op, int *rc)
 {
 	unsigned limit;

@@ -302,6 +302,13 @@ static int tx_acquire(struct xs_conn *c)
 	return 0;
 }
 
+/* The oldest queued response is out (tx_mu held). */
+static void rr_pop(struct xs_conn *c)
+{
+	c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
+	c->rr_count--;
+}
+
 /* An application thread that owns tx sends the queued Read Responses of
  * one FPDU each (a Write fence's zero-length one, verbs_qp_tx.c) before it
  * lets go, rather than waking the engine thread: that wake-up waits for a
@@ -310,13 +317,6 @@ static int tx_acquire(struct xs_conn *c)
  * engine answers those); the engine's own segmented response (rr_active)
  * and Atomic Responses stay the engine's.  tx owned, tx_mu not held; a
  * write error leaves the rest to the engine, which fails the stream. */
-/* The oldest queued response is out (tx_mu held). */
-static void rr_pop(struct xs_conn *c)
-{
-	c->rr_head = (c->rr_head + 1) % XS_RR_MAX;
-	c->rr_count--;
-}
-
 static void rr_pump_caller(struct xs_conn *c)
 {
 	if (xs_eng_on_thread || xs_rx_tls_conn == c)

@@ -6,6 +6,11 @@
 # free_port: an unused TCP port on the host, outside the ephemeral range
 free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/free-port.py"; }
 
+# mpa_tshark ARGS: tshark with MPA's heuristic tried before the port
+# table (a port another protocol registered hides the session from
+# iwarp_mpa otherwise) and rpcordma's heuristic, which claims iWARP, off
+mpa_tshark() { tshark -n -o tcp.try_heuristic_first:TRUE --disable-protocol rpcordma "$@"; }
+
 # listening PORT: bounded (10 s) wait for a host listener on PORT
 listening() {
     local hex

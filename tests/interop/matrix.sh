@@ -350,21 +350,21 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
         # which checks every FPDU it gets, would terminate the connection
         # on a bad one); those are counted in the note, not as failures
         local xmal
-        mal=$(tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -Y '(_ws.malformed || _ws.expert.severity == "error") && ip.src == 10.0.2.15' 2>/dev/null | wc -l)
-        xmal=$(tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -Y '(_ws.malformed || _ws.expert.severity == "error") && ip.src == 10.0.2.2' 2>/dev/null | wc -l)
+        mal=$(mpa_tshark -r "$f" -Y '(_ws.malformed || _ws.expert.severity == "error") && ip.src == 10.0.2.15' 2>/dev/null | wc -l)
+        xmal=$(mpa_tshark -r "$f" -Y '(_ws.malformed || _ws.expert.severity == "error") && ip.src == 10.0.2.2' 2>/dev/null | wc -l)
         [ "$xmal" = 0 ] || note="$note${note:+; }tshark lost FPDU framing on $xmal xsock->siw frames"
-        fpdus=$(tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -Y 'iwarp_mpa' 2>/dev/null | wc -l)
+        fpdus=$(mpa_tshark -r "$f" -Y 'iwarp_mpa' 2>/dev/null | wc -l)
         # a hole in a recorded stream would make the decode's verdicts
         # meaningless (QEMU writes every frame, so there must be none)
-        holes=$(tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" -Y 'tcp.analysis.lost_segment || tcp.analysis.ack_lost_segment' 2>/dev/null | wc -l)
+        holes=$(mpa_tshark -r "$f" -Y 'tcp.analysis.lost_segment || tcp.analysis.ack_lost_segment' 2>/dev/null | wc -l)
         [ "$holes" = 0 ] || { ok=0; note="$note; capture has $holes holes"; }
-        tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -V > "$out/$cn.decode" 2>/dev/null
+        mpa_tshark -r "$f" -V > "$out/$cn.decode" 2>/dev/null
         # CRC: siw's FPDUs (one per guest TCP segment) must all check.  xsock
         # sizes its FPDUs from its host socket's MSS, which behind QEMU's
         # user networking is loopback's (65483): slirp re-segments them to
         # 1460 bytes and tshark, which does not reassemble FPDUs across
         # segments, loses alignment on some; siw checks those CRCs itself.
-        tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.15' > "$out/$cn.decode" 2>/dev/null
+        mpa_tshark -r "$f" -V -Y 'ip.src == 10.0.2.15' > "$out/$cn.decode" 2>/dev/null
         # siw's FPDUs are at most one guest segment (1456 bytes); a "PDU"
         # tshark reassembled from more is its own loss of framing (siw also
         # sends a CRC as a segment of its own), not a CRC siw got wrong
@@ -372,7 +372,7 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
             /Bad CRC32/ { if (pdu > 1456) m++; else b++ } END { print b + 0, m + 0 }' "$out/$cn.decode")
         good=$(grep -c 'Good CRC32' "$out/$cn.decode")
         [ "$sbad" = 0 ] || note="$note${note:+; }tshark lost FPDU alignment on $sbad siw->xsock frames"
-        local xbad; xbad=$(tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -V -Y 'ip.src == 10.0.2.2' 2>/dev/null | grep -c 'Bad CRC32')
+        local xbad; xbad=$(mpa_tshark -r "$f" -V -Y 'ip.src == 10.0.2.2' 2>/dev/null | grep -c 'Bad CRC32')
         [ "$xbad" = 0 ] || note="$note${note:+; }tshark lost FPDU alignment on $xbad xsock->siw frames"
         rm -f "$out/$cn.decode"
         [ "$mal" = 0 ] || { ok=0; note="$note; tshark: $mal malformed/error frames from siw"; }
@@ -382,7 +382,7 @@ run_cell_once() { # run_cell_once NAME DIR TOOL MODE EXPECT -> cell_ok, cell_not
         if [ "$tool" = errpeer ]; then
             # what each side sent: source, control word (layer|etype, code)
             # (the 4 control bytes follow MPA length 2 + DDP/RDMAP header 18)
-            tshark -n -o tcp.try_heuristic_first:TRUE -r "$f" --disable-protocol rpcordma -Y iwarp_rdma.terminate -T fields \
+            mpa_tshark -r "$f" -Y iwarp_rdma.terminate -T fields \
                 -e ip.src -e tcp.payload 2>/dev/null |
                 awk '{print ($1 == "10.0.2.15" ? "siw" : "xsock") ":" substr($2, 41, 8)}' > "$out/$cn.terms"
             note="$note${note:+; }Terminate control words in order: $(tr '\n' ' ' < "$out/$cn.terms")"
