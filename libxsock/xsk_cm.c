@@ -418,6 +418,8 @@ int xsk_adopt_conn(struct xsk *s, int tcpfd, const uint8_t *wire, uint32_t rkey,
 		return -ENOSYS;
 	if (!st->adopt || !st->adopt_start || !st->reg_mr_stag)
 		return -EOPNOTSUPP;
+	if (!s->rq_size || s->rq_size > XSK_RQ)
+		return -EINVAL; /* more credits than the receive buffers hold */
 	rc = xsk_make_fds(s);
 	if (!rc)
 		rc = xsk_make_channel(s, st);

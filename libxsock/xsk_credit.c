@@ -34,6 +34,23 @@ void xsk_conn_reset(struct xsk *s)
 	xsk_conn_broken(s);
 }
 
+/* Double the window the peer may send into (up to XSK_RQ) before a grant:
+ * the receives behind it are posted first.  A failed post leaves the QP in
+ * error, so the connection is broken, never granted past its receives. */
+static void grow_credits(struct xsk *s)
+{
+	unsigned add = s->rq_size < XSK_RQ - s->rq_size ? s->rq_size : XSK_RQ - s->rq_size;
+
+	if (!add)
+		return;
+	if (xsk_post_recvs(s, s->nrecv, add)) {
+		xsk_conn_broken(s);
+		return;
+	}
+	s->nrecv += add;
+	s->rq_size = (uint16_t)(s->rq_size + add);
+}
+
 void xsk_give_credits(struct xsk *s)
 {
 	uint32_t half = s->rbuf_size / 2;
@@ -44,6 +61,10 @@ void xsk_give_credits(struct xsk *s)
 	buf = s->rbuf_bytes_avail >= half;
 	seq = (int16_t)(uint16_t)(s->rseq_no - s->rseq_comp) >= 0;
 	if (!buf && !seq)
+		return;
+	if (seq)
+		grow_credits(s);
+	if (s->peer_gone)
 		return;
 	s->rseq_comp = (uint16_t)(s->rseq_no + s->rq_size / 2);
 	if (buf) {

@@ -7,8 +7,13 @@
 
 #include "libxsock/xsk_priv.h"
 
-#define XSK_RQ 384 /* credits we grant (rsockets' default queue size) */
+#define XSK_RQ 384 /* credits we grant at most (rsockets' default queue size) */
+/* credits the connection data grants: the window doubles at each grant
+ * while the peer uses it (xsk_give_credits), so a short connection posts
+ * and flushes 64 receives, not 416 */
+#define XSK_RQ_FIRST 32
 #define XSK_RECV_EXTRA 32 /* receives posted beyond the credits (control messages) */
+#define XSK_NRECV_MAX (XSK_RQ + XSK_RECV_EXTRA) /* what the QP, CQ and memory hold */
 #define XSK_SQ 1024
 #define XSK_SBUF (256u * 1024)
 #define XSK_RD_DEPTH 16 /* IRD/ORD we ask for (RDMA Reads of the extended calls) */

@@ -48,7 +48,7 @@ struct xsk *xsk_new(int family)
 	s->rxw_fd = -1;
 	s->rbuf_size = (uint32_t)xsk_setting_num(XS_SET_IWARP_RBUF) & ~1u; /* XSOCK_IWARP_RBUF */
 	s->sbuf_size = XSK_SBUF;
-	s->rq_size = XSK_RQ;
+	s->rq_size = XSK_RQ_FIRST;
 	s->rcvlowat = 1;
 	return s;
 }
@@ -219,13 +219,13 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 		rc = ep_add(s, s->cch->fd);
 	if (rc)
 		return rc;
-	s->nrecv = s->rq_size + XSK_RECV_EXTRA;
-	s->cq = st->create_cq(ctx, (int)(s->nrecv + XSK_SQ * 2 + 16), s, s->cch, 0);
+	s->nrecv = s->rq_size + XSK_RECV_EXTRA; /* posted now; up to XSK_NRECV_MAX later */
+	s->cq = st->create_cq(ctx, (int)(XSK_NRECV_MAX + XSK_SQ * 2 + 16), s, s->cch, 0);
 	if (!s->cq)
 		return -(errno ? errno : ENOMEM);
 	sgl_off = s->rbuf_size;
 	msg_off = sgl_off + RS_SGL_SIZE * RS_SGE_LEN;
-	s->mem_len = msg_off + s->nrecv * 4u;
+	s->mem_len = msg_off + XSK_NRECV_MAX * 4u;
 	s->mem = ring_alloc(st, s->mem_len);
 	if (!s->mem)
 		return -ENOMEM;
@@ -247,7 +247,7 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 	s->smr = st->reg_mr(s->pd, s->sbuf, s->sbuf_size, IBV_ACCESS_LOCAL_WRITE);
 	if (!s->smr)
 		return -(errno ? errno : ENOMEM);
-	s->rmsg_cap = s->nrecv + 1;
+	s->rmsg_cap = XSK_NRECV_MAX + 1;
 	s->rmsg = calloc(s->rmsg_cap, sizeof(*s->rmsg));
 	if (!s->rmsg)
 		return -ENOMEM;
@@ -255,7 +255,7 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 	struct ibv_qp_init_attr qa = {
 		.send_cq = s->cq,
 		.recv_cq = s->cq,
-		.cap = { .max_send_wr = XSK_SQ, .max_recv_wr = s->nrecv, .max_send_sge = 1,
+		.cap = { .max_send_wr = XSK_SQ, .max_recv_wr = XSK_NRECV_MAX, .max_send_sge = 1,
 			 .max_recv_sge = 1, .max_inline_data = 64 },
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,

@@ -217,19 +217,14 @@ struct xs_conn {
 	uint64_t settle_end_ms;
 	struct iw_tx tx;
 	/* engine: the FPDUs it framed (a batch of Read Responses), not yet
-	 * all on the socket; their headers and trailers copied to tx_rem_buf */
-	struct iovec tx_rem[XS_REM_IOV];
+	 * all on the socket (tx_rem, their headers and trailers in tx_rem_buf) */
 	int tx_remcnt;
 	size_t tx_rem_used;
-	uint8_t tx_rem_buf[XS_REM_BUF];
 	/* a corked WR chain (xs_conn_cork, the posting thread only): FPDUs
-	 * gathered here go out with one sendmsg at the flush */
-	struct iovec cork_iov[XS_CORK_IOV];
+	 * gathered in cork_iov go out with one sendmsg at the flush */
 	int cork_cnt;
 	size_t cork_len, cork_used;
-	uint8_t cork_buf[XS_CORK_BUF];
-	struct xs_rresp rr[XS_RR_MAX];
-	unsigned rr_head, rr_count;
+	unsigned rr_head, rr_count; /* the Read Responses queued in rr */
 	uint8_t ar_body[RDMAP_ATOMIC_RESP_LEN]; /* the Atomic Response going out */
 	struct ddp_segmenter rr_seg;
 	bool rr_active;
@@ -277,6 +272,14 @@ struct xs_conn {
 	uint32_t adopt_rx_msn[3];
 	struct xs_stat_carry adopt_carry; /* the old image's counts, for c->stat */
 	struct xs_stat_conn *stat; /* its counters for xsock-stat (xs_stat.c; NULL: none) */
+
+	/* ---- scratch, last: xs_eng_conn_new clears only what is above tx_rem
+	 * (these 34 KiB are read only below the counts kept above) */
+	struct iovec tx_rem[XS_REM_IOV];
+	uint8_t tx_rem_buf[XS_REM_BUF];
+	struct iovec cork_iov[XS_CORK_IOV];
+	uint8_t cork_buf[XS_CORK_BUF];
+	struct xs_rresp rr[XS_RR_MAX];
 };
 
 
