@@ -239,6 +239,7 @@ static void fork_child(void)
 	xsk_relay_fork_child();
 	xsk_tab_fork_child(child_fd);
 	xsk_sig_fork_child();
+	xsk_ring_pool_fork_child();
 }
 
 /* Once the stack is loaded, after its own handlers (so that ours prepare

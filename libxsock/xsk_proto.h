@@ -75,6 +75,9 @@ struct xsk *xsk_new(int family);
 /* Make the inner epoll fd + ready eventfd (called before the fd number is
  * taken over: no other thread sees s yet). */
 int xsk_make_fds(struct xsk *s);
+/* The fork child handler (xsk_fork.c; one thread): the pool of closed
+ * connections' rings is emptied. */
+void xsk_ring_pool_fork_child(void);
 
 /* ---- readiness (xsk_ready.c) ------------------------------------------------ */
 

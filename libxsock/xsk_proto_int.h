@@ -45,7 +45,8 @@ int xsk_make_channel(struct xsk *s, const struct xsk_stack *st);
  * hand-over's registration, the ring as the old process left it).  0 or
  * -errno (the caller frees s). */
 int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad);
-/* A ring from xsk_setup_qp (NULL: nothing). */
+/* A ring from xsk_setup_qp (NULL: nothing), deregistered: kept for the
+ * next connection or unmapped (any thread, takes the pool's lock). */
 void xsk_ring_free(void *p, size_t len);
 /* Our connection data (after xsk_setup_qp). */
 void xsk_local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN]);

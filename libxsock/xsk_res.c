@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,28 +175,77 @@ void xsk_wr_imm(struct ibv_send_wr *wr, uint32_t msg)
 
 /* ---- resources ----------------------------------------------------------------- */
 
-/* The memory the stack places data in or sends from: fresh anonymous
- * pages, zero and faulted in only where data lands (a ring cleared with
- * memset cost every connection 768 KiB of page faults and stores, most
- * of a short connection's setup), so no data of an earlier connection is
- * ever read through it.  Over a kernel stack it is MAP_SHARED, which fork
+/* The memory the stack places data in or sends from: anonymous pages,
+ * faulted in only where data lands (a ring cleared with memset cost every
+ * connection 768 KiB of page faults and stores, most of a short
+ * connection's setup).  Over a kernel stack it is MAP_SHARED, which fork
  * never copies: the kernel keeps placing into the pages it pinned at
  * registration, and those must stay the owner's (a private page written
  * after a fork was copied for the writer on older kernels, the old page
  * left to the kernel and the child: the reason for rdma-core's
- * ibv_fork_init).  NULL on failure. */
+ * ibv_fork_init).
+ *
+ * A closed connection's rings (deregistered, its QP destroyed, so nothing
+ * places into them any more) wait in a pool of XSK_RING_POOL for the
+ * next connection of the process: an mmap and a munmap, with the TLB
+ * shootdown of a threaded process, were 5% of a short connection's CPU.
+ * A reused ring holds the earlier connection's bytes of this same
+ * process; nothing reads a ring past what the new peer placed, and the
+ * receive memory allows no RDMA Read.  A forked child empties its pool
+ * (xsk_ring_pool_fork_child): a MAP_SHARED ring is the parent's too. */
+#define XSK_RING_POOL 8
+
+static struct {
+	void *p;
+	size_t len;
+} ring_pool[XSK_RING_POOL];
+static unsigned ring_pooled;
+static pthread_mutex_t ring_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* NULL on failure */
 static void *ring_alloc(const struct xsk_stack *st, size_t len)
 {
 	int share = st->kernel ? MAP_SHARED : MAP_PRIVATE;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, share | MAP_ANONYMOUS, -1, 0);
+	void *p = NULL;
 
+	pthread_mutex_lock(&ring_pool_mu);
+	for (unsigned i = ring_pooled; i-- > 0;) {
+		if (ring_pool[i].len == len) {
+			p = ring_pool[i].p;
+			ring_pool[i] = ring_pool[--ring_pooled];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ring_pool_mu);
+	if (p)
+		return p;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, share | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
 void xsk_ring_free(void *p, size_t len)
 {
+	if (!p)
+		return;
+	pthread_mutex_lock(&ring_pool_mu);
+	if (ring_pooled < XSK_RING_POOL) {
+		ring_pool[ring_pooled].p = p;
+		ring_pool[ring_pooled++].len = len;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&ring_pool_mu);
 	if (p)
 		munmap(p, len);
+}
+
+/* In the child of a fork (one thread; the lock may have been held by a
+ * thread that is not there): its copies of the pooled rings go. */
+void xsk_ring_pool_fork_child(void)
+{
+	pthread_mutex_init(&ring_pool_mu, NULL);
+	for (unsigned i = 0; i < ring_pooled; i++)
+		munmap(ring_pool[i].p, ring_pool[i].len);
+	ring_pooled = 0;
 }
 
 int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_adopt_mr *ad)

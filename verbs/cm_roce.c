@@ -34,13 +34,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
 
 #include "roce/roce_wire.h"
 #include "util/xs_sockaddr.h"
 #include "verbs/cm_priv.h"
 #include "verbs/xs_roce_cm.h"
 #include "verbs/xs_roce_dev.h"
+#include "verbs/xs_rand.h"
 
 #define CM_ROCE_CONN_PDATA (ROCE_CM_REQ_PDATA - ROCE_CMA_HDR_LEN) /* 56 */
 #define CM_ROCE_ACK_TIMEOUT 14 /* our QPs' local ACK timeout: 67 ms */
@@ -135,7 +135,7 @@ static uint32_t rand24(void)
 {
 	uint32_t v = 0;
 
-	(void)RAND_bytes((unsigned char *)&v, sizeof(v));
+	(void)xs_rand_bytes(&v, sizeof(v));
 	return v & 0xffffff;
 }
 

@@ -16,12 +16,12 @@
 #include "config.h"
 
 #include <errno.h>
-#include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "verbs/verbs_priv.h"
 #include "verbs/xs_priv_abi.h"
+#include "verbs/xs_rand.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
@@ -192,7 +192,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t length, uint6
 		return NULL;
 	}
 	while (!want && (stag < 256 || mr_lookup(stag))) {
-		if (RAND_bytes((unsigned char *)&stag, sizeof(stag)) != 1) {
+		if (xs_rand_bytes(&stag, sizeof(stag))) {
 			pthread_rwlock_unlock(&mr_lock);
 			free(m);
 			errno = EAGAIN;

@@ -26,7 +26,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
 
 #include "roce/roce.h"
 #include "roced/roced_wire.h"
@@ -34,6 +33,7 @@
 #include "verbs/xs_roce.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
+#include "verbs/xs_rand.h"
 #include "verbs/xs_roce_cm_priv.h"
 
 struct xrcm_engine xrcm = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
@@ -181,7 +181,7 @@ static int start(void)
 	for (i = 0; i < 64; i++) {
 		uint16_t tag = 0;
 
-		if (RAND_bytes((unsigned char *)&tag, sizeof(tag)) != 1 || !tag)
+		if (xs_rand_bytes(&tag, sizeof(tag)) || !tag)
 			continue;
 		xrcm.fdu = xrcm_unix_bind(XRCM_TAG, tag);
 		if (xrcm.fdu >= 0) {
@@ -902,7 +902,7 @@ int xs_rcm_connect(const struct xs_rcm_req_args *a, xs_rcm_cb cb, void *ctx, str
 	r->peer = a->peer;
 	r->cb = cb;
 	r->ctx = ctx;
-	(void)RAND_bytes((unsigned char *)&tid, sizeof(tid));
+	(void)xs_rand_bytes(&tid, sizeof(tid));
 	r->tid = tid;
 	roce_cm_hdr_init(m, ROCE_CM_ATTR_REQ, tid);
 	q = &m->u.req;
