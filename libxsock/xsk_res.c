@@ -326,6 +326,7 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 	s->rbuf_offset = 0;
 	s->rbuf_free_offset = s->rbuf_size / 2;
 	s->rbuf_bytes_avail = s->rbuf_size / 2;
+	s->rbuf_half_held = true;
 	s->rseq_no = 0;
 	s->rseq_comp = s->rq_size / 2;
 	s->remote_sge = 1; /* entry 0 is the data buffer of our connection data */
