@@ -86,12 +86,20 @@ int xs_eng_get(void)
 	return xs_eng.init_err;
 }
 
+/* One write per pass of the engine: a connection's setup and close queued
+ * three commands each, and each wrote the eventfd.  Whatever was queued
+ * before the exchange is seen by the pass the pending wake-up starts (the
+ * engine clears wake_posted before it runs the queues). */
 void xs_eng_wake(void)
 {
 	uint64_t one = 1;
 
-	if (write(xs_eng.wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (atomic_exchange(&xs_eng.wake_posted, true))
+		return;
+	if (write(xs_eng.wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+		atomic_store(&xs_eng.wake_posted, false);
 		xs_log("engine wake: %s", strerror(errno));
+	}
 }
 
 /* Ask the engine thread to do something with a connection. */
@@ -523,6 +531,7 @@ static void *engine_main(void *arg)
 
 			n++;
 			if (tag == TAG_WAKE) {
+				atomic_store(&xs_eng.wake_posted, false);
 				arm_wake();
 			} else if (tag == TAG_LISTENER) {
 				struct xs_listener *l = obj;

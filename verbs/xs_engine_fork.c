@@ -181,6 +181,7 @@ void xs_engine_fork_child(void)
 		xs_fd_close(xs_eng.wake_fd);
 	}
 	xs_eng.started = false;
+	atomic_store(&xs_eng.wake_posted, false);
 	xs_eng.init_err = 0;
 	xs_eng.once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	xs_eng.timer_armed = false;

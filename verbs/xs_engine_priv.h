@@ -323,6 +323,9 @@ struct xs_engine {
 	struct io_uring ring;
 	int wake_fd;
 	uint64_t wake_buf;
+	/* a wake-up was written and the engine has not yet taken its read's
+	 * completion: another is not needed (xs_eng_wake) */
+	_Atomic bool wake_posted;
 	pthread_mutex_t mu; /* command queues and refcounts */
 	struct xs_conn *cmds;
 	struct xs_listener *lcmds;
