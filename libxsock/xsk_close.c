@@ -83,8 +83,7 @@ static void close_wait(struct xsk *s, const struct xsk_stack *st, bool (*done)(c
 		/* armed while we sleep: the ACK of our DISCONNECT completes on
 		 * the CQ, and a disarmed CQ left each RoCE close to the 20 ms
 		 * tick (one close in ten took 20 ms in a connection churn) */
-		if (st->cq_arm)
-			xsk_cq_rearm(s, st);
+		xsk_cq_rearm(s, st);
 		xsk_real.poll(p, 2, (int)(left > 20 ? 20 : left));
 	}
 }

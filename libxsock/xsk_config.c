@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "libxsock/xsk_config.h"
+#include "util/xs_errno.h"
 
 #define XSK_CONF_DEFAULT "/etc/xsock.conf"
 #define XSK_LINE_MAX 512
@@ -325,7 +326,7 @@ static void load_file(const char *path, bool must_exist)
 
 	if (!f) {
 		if (must_exist || errno != ENOENT)
-			fprintf(stderr, "xsock: %s: %s; no rules from it\n", path, strerror(errno));
+			fprintf(stderr, "xsock: %s: %s; no rules from it\n", path, xs_strerror(errno));
 		return;
 	}
 	while (fgets(line, sizeof(line), f)) {

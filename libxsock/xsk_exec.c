@@ -42,6 +42,7 @@
 #include "libxsock/xsk_intercept.h"
 #include "libxsock/xsk_priv.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 #define XSK_EXEC_ENV "XSOCK_EXEC_FD"
 #define XSK_EXEC_TIMEOUT_MS 2000 /* to reach an FPDU boundary */
@@ -262,7 +263,7 @@ static void prepare(struct plan *p)
 		p->n = 0;
 		if (xsk_debug())
 			fprintf(stderr, "libxsock: execve: IWARP sockets not carried (%s)\n",
-				!st || !st->export ? "libiwarp has no hand-over" : strerror(errno));
+				!st || !st->export ? "libiwarp has no hand-over" : xs_strerror(errno));
 		return;
 	}
 	uint8_t hdr[XSK_EXEC_HDR_LEN];
@@ -282,7 +283,7 @@ static void prepare(struct plan *p)
 			 * the sentinel only */
 			if (xsk_debug())
 				fprintf(stderr, "libxsock: execve: fd %d not carried: %s\n", c->fds[0],
-					rc == -EOPNOTSUPP ? "a listening IWARP socket" : strerror(-rc));
+					rc == -EOPNOTSUPP ? "a listening IWARP socket" : xs_strerror(-rc));
 		} else {
 			count++;
 		}
@@ -304,7 +305,7 @@ static void prepare(struct plan *p)
 	return;
 fail:
 	if (xsk_debug())
-		fprintf(stderr, "libxsock: execve: IWARP sockets not carried: %s\n", strerror(errno));
+		fprintf(stderr, "libxsock: execve: IWARP sockets not carried: %s\n", xs_strerror(errno));
 	undo(st, p);
 	p->n = 0;
 }
@@ -653,7 +654,7 @@ out:
 		xsk_real.close(e->tcpfd);
 	if (rc && !why && xsk_debug())
 		fprintf(stderr, "libxsock: exec hand-over: fd %d not taken over: %s\n", e->fds[0],
-			strerror(-rc));
+			xs_strerror(-rc));
 	if (s)
 		xsk_free(s); /* the fd numbers keep the sentinel: a clear failure */
 	free(mem);

@@ -20,6 +20,7 @@
 #include "util/xs_clock.h"
 #include "verbs/cm_priv.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 /* ---- events --------------------------------------------------------------- */
 
@@ -435,7 +436,7 @@ void xs_cm_fork_child(void)
 			pp = &e->next;
 		}
 		if (xs_fork_new_eventfd(c->ch.fd, 0, c->head ? 1 : 0) < 0)
-			xs_log("fork: CM channel fd %d: %s", c->ch.fd, strerror(errno));
+			xs_log("fork: CM channel fd %d: %s", c->ch.fd, xs_strerror(errno));
 	}
 }
 

@@ -52,6 +52,7 @@
 #include "util/xs_sockaddr.h"
 #include "verbs/cm_priv.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 /* ---- parameters, the connection's end ------------------------------------- */
 
@@ -243,7 +244,7 @@ static void cm_connect_cb(void *ctx, struct xs_conn *conn, int status, const str
 	int rc;
 
 	if (status)
-		xs_log("cm: connect failed: %s", strerror(-status)); /* REJECTED etc. */
+		xs_log("cm: connect failed: %s", xs_strerror(-status)); /* REJECTED etc. */
 	pthread_mutex_lock(&c->lock);
 	qp = c->id.qp;
 	dead = c->destroyed;
@@ -481,7 +482,7 @@ static void cm_roce_plain_listen(struct cm_id *c, int backlog)
 				cm_plain_cb, c);
 	if (!xl) {
 		xs_log("mixed listener over RoCE: no TCP listener on port %u (%s): RoCE clients only",
-		       ntohs(xs_sa_port((struct sockaddr *)&addr)), strerror(errno));
+		       ntohs(xs_sa_port((struct sockaddr *)&addr)), xs_strerror(errno));
 		return;
 	}
 	pthread_mutex_lock(&c->lock);

@@ -34,13 +34,13 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "roce/roce_wire.h"
 #include "util/xs_sockaddr.h"
 #include "verbs/cm_priv.h"
 #include "verbs/xs_roce_cm.h"
 #include "verbs/xs_roce_dev.h"
 #include "verbs/xs_rand.h"
+#include "util/xs_errno.h"
 
 #define CM_ROCE_CONN_PDATA (ROCE_CM_REQ_PDATA - ROCE_CMA_HDR_LEN) /* 56 */
 #define CM_ROCE_ACK_TIMEOUT 14 /* our QPs' local ACK timeout: 67 ms */
@@ -291,7 +291,7 @@ static void on_rep(struct cm_id *c, const struct xs_rcm_event *ev)
 	rc = qp_up(qp, c->rpath);
 	pthread_mutex_lock(&c->lock);
 	if (rc) {
-		xs_log("cm: RoCE QP %u not brought up on the REP: %s", qp->qp_num, strerror(rc));
+		xs_log("cm: RoCE QP %u not brought up on the REP: %s", qp->qp_num, xs_strerror(rc));
 		xs_rcm_reject(c->rcm, ROCE_CM_REJ_NO_QP, NULL, 0);
 		c->state = CM_FAILED;
 		cm_queue_simple(c, RDMA_CM_EVENT_CONNECT_ERROR, -rc);
@@ -701,7 +701,7 @@ int cm_roce_accept(struct cm_id *c, const struct rdma_conn_param *param)
 
 	rc = c->ext_qpn ? 0 : qp_up(qp, p);
 	if (rc) {
-		xs_log("cm: RoCE accept: QP %u not brought up: %s", qp->qp_num, strerror(rc));
+		xs_log("cm: RoCE accept: QP %u not brought up: %s", qp->qp_num, xs_strerror(rc));
 		xs_rcm_reject(c->rcm, ROCE_CM_REJ_NO_QP, NULL, 0);
 		pthread_mutex_lock(&c->lock);
 		c->state = CM_FAILED;

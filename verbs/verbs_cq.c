@@ -31,6 +31,7 @@
 #include "util/xs_clock.h"
 #include "verbs/verbs_priv.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 /* a reserved entry (xs_cq_reserve) not yet filled; an entry of a destroyed
  * QP (xs_cq_clean_qp), skipped by polls */
@@ -78,7 +79,7 @@ void xs_cq_fork_child(void)
 	for (struct xs_channel *c = channels_live; c; c = c->live_next) {
 		pthread_mutex_init(&c->lock, NULL);
 		if (xs_fork_new_eventfd(c->ch.fd, EFD_SEMAPHORE, c->count) < 0)
-			xs_log("fork: completion channel fd %d: %s", c->ch.fd, strerror(errno));
+			xs_log("fork: completion channel fd %d: %s", c->ch.fd, xs_strerror(errno));
 	}
 }
 

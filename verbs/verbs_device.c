@@ -20,6 +20,7 @@
 
 #include "verbs/verbs_priv.h"
 #include "verbs/xs_roce_dev.h"
+#include "util/xs_errno.h"
 
 /* the header turns these into inline wrappers; we define the real symbols */
 #undef ibv_query_port
@@ -543,7 +544,7 @@ void xs_async_event(struct ibv_context *ctx, const struct ibv_async_event *ev)
 	}
 	pthread_mutex_unlock(&x->ev_lock);
 	if (ok && write(ctx->async_fd, &one, sizeof(one)) != sizeof(one))
-		xs_log("async event lost: %s\n", strerror(errno));
+		xs_log("async event lost: %s\n", xs_strerror(errno));
 }
 
 static bool event_names(const struct ibv_async_event *ev, const void *obj)

@@ -15,6 +15,7 @@
 #include "verbs/verbs_qp_priv.h"
 #include "verbs/xs_roce.h"
 #include "verbs/xs_roce_dev.h"
+#include "util/xs_errno.h"
 
 static uint32_t xs_qpn_next;
 static pid_t xs_qpn_pid;
@@ -120,7 +121,7 @@ XS_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 
 		q->relay_fd = xs_roce_relay_open(&claim, &qpn);
 		if (q->relay_fd < 0) {
-			xs_log("QP: no QPN from xsock-roced: %s", strerror(-q->relay_fd));
+			xs_log("QP: no QPN from xsock-roced: %s", xs_strerror(-q->relay_fd));
 			err = -q->relay_fd == ENOENT ? EAGAIN : -q->relay_fd;
 			ddp_queue_destroy(&q->rq);
 			goto fail;
@@ -378,7 +379,7 @@ static int roce_rtr(struct xs_qp *q, const struct ibv_qp_attr *attr, int mask,
 	rc = xs_roce_conn_create(&p, out);
 	if (rc < 0)
 		xs_log("QP %u: RoCE connection to QP %u not made: %s", p.qpn, p.dest_qpn,
-		       strerror(-rc));
+		       xs_strerror(-rc));
 	return -rc;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "verbs/verbs_qp_priv.h"
+#include "util/xs_errno.h"
 
 /* ---- post_send -------------------------------------------------------------- */
 
@@ -402,7 +403,7 @@ static int post_one_send(struct xs_qp *q, const struct ibv_send_wr *wr, struct x
 	if (rc < 0) { /* the connection is gone: this WR and the rest flush */
 		if (rc != -EPIPE)
 			xs_log("post_send: WR %llu not sent: %s; the QP fails",
-			       (unsigned long long)wr->wr_id, strerror(-rc));
+			       (unsigned long long)wr->wr_id, xs_strerror(-rc));
 		cork_settle(q, k);
 		if (slot)
 			sq_settle(q, slot, wr->wr_id, wop, IBV_WC_WR_FLUSH_ERR, 0);

@@ -19,6 +19,7 @@
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 /* A connect refused (no listener yet) is dialled again for redial_ms
  * (XS_REDIAL_MS for rdma_connect), from 5 ms apart doubling. */
@@ -41,7 +42,7 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (src && slen && bind(fd, src, slen) < 0 && errno != EADDRNOTAVAIL) {
 		/* a wildcard source that cannot be bound is not an error */
-		xs_log("bind source: %s", strerror(errno));
+		xs_log("bind source: %s", xs_strerror(errno));
 	}
 	struct xs_conn *c = xs_eng_conn_new(fd);
 	if (!c) {

@@ -31,6 +31,7 @@
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 struct xs_engine xs_eng = { .once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER,
 			    .reg_mu = PTHREAD_MUTEX_INITIALIZER,
@@ -98,7 +99,7 @@ void xs_eng_wake(void)
 		return;
 	if (write(xs_eng.wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
 		atomic_store(&xs_eng.wake_posted, false);
-		xs_log("engine wake: %s", strerror(errno));
+		xs_log("engine wake: %s", xs_strerror(errno));
 	}
 }
 

@@ -17,6 +17,7 @@
 
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 _Static_assert(sizeof(struct xs_conn_wire) <= XSOCK_WIRE_LEN, "the wire state fits");
 
@@ -30,7 +31,7 @@ XS_EXPORT int xsock_priv_export(struct rdma_cm_id *id, uint8_t wire[XSOCK_WIRE_L
 		return -EINVAL;
 	fd = xs_conn_export(c, &w, timeout_ms);
 	if (fd < 0) {
-		xs_log("exec hand-over: connection not handed over: %s", strerror(-fd));
+		xs_log("exec hand-over: connection not handed over: %s", xs_strerror(-fd));
 		return fd;
 	}
 	memset(wire, 0, XSOCK_WIRE_LEN);

@@ -19,6 +19,7 @@
 #include "util/xs_clock.h"
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
+#include "util/xs_errno.h"
 
 /* A mixed listener looks again at a client that sent only part of the MPA
  * Request key this often (its octets stay in the socket, so a poll for
@@ -137,7 +138,7 @@ void xs_hs_connect_done(struct xs_conn *c, int status, const struct mpa_frame *r
 		xs_hs_stream_setup(c);
 		status = send_rtr(c);
 		if (status < 0)
-			xs_log("P2P: RTR not sent: %s", strerror(-status));
+			xs_log("P2P: RTR not sent: %s", xs_strerror(-status));
 		else if (!xs_eng_peer_is_xsock(c))
 			xs_tx_kick_start(c);
 	}
@@ -341,7 +342,7 @@ static enum cls_result cls_peek(struct xs_conn *c, bool final)
 	c->cls_partial = false;
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 		xs_log("mixed listener: client gone before it was classified (%s)",
-		       strerror(errno));
+		       xs_strerror(errno));
 		return CLS_DROP;
 	}
 	if (n == 0)

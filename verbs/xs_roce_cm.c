@@ -26,7 +26,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 #include "roce/roce.h"
 #include "roced/roced_wire.h"
 #include "util/xs_clock.h"
@@ -35,6 +34,7 @@
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_rand.h"
 #include "verbs/xs_roce_cm_priv.h"
+#include "util/xs_errno.h"
 
 struct xrcm_engine xrcm = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 			    .fd4 = -1, .fd6 = -1, .fdu = -1, .wake = -1 };
@@ -128,7 +128,7 @@ static int relay_start(void)
 	int fd = xs_roce_relay_open(&open, &tag);
 
 	if (fd < 0) {
-		xs_log("roce cm: xsock-roced gave no CM channel: %s", strerror(-fd));
+		xs_log("roce cm: xsock-roced gave no CM channel: %s", xs_strerror(-fd));
 		return fd;
 	}
 	xs_fd_drop(fd); /* closed as the CM's other files are */
@@ -171,7 +171,7 @@ static int start(void)
 	xrcm.fd4 = xrcm_udp_open(AF_INET);
 	if (xrcm.fd4 < 0) {
 		rc = xrcm.fd4;
-		xs_log("roce cm: cannot bind UDP port %u: %s", ROCE_UDP_PORT, strerror(-rc));
+		xs_log("roce cm: cannot bind UDP port %u: %s", ROCE_UDP_PORT, xs_strerror(-rc));
 		xrcm.fd4 = -1;
 		return rc;
 	}

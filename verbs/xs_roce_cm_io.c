@@ -24,6 +24,7 @@
 #include "verbs/xs_roce.h"
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_cm_priv.h"
+#include "util/xs_errno.h"
 
 /* ---- addresses -------------------------------------------------------------- */
 
@@ -251,7 +252,7 @@ static void relay_send(const struct sockaddr_storage *local, const struct sockad
 	roced_encode(&h, b, sizeof(b));
 	len = xs_local_cm_encode(&m, b + ROCED_HDR_LEN, sizeof(b) - ROCED_HDR_LEN);
 	if (!len || send(xrcm.fdu, b, ROCED_HDR_LEN + len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		xs_log("roce cm: MAD to xsock-roced lost: %s", len ? strerror(errno) : "too long");
+		xs_log("roce cm: MAD to xsock-roced lost: %s", len ? xs_strerror(errno) : "too long");
 }
 
 /* One MAD to peer's QP 1 from local (mu held or engine thread). */
@@ -328,7 +329,7 @@ void xrcm_send_mad(const struct sockaddr_storage *local, const struct sockaddr_s
 		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
 	}
 	if (sendmsg(v6 ? xrcm.fd6 : xrcm.fd4, &msg, MSG_DONTWAIT) < 0)
-		xs_log("roce cm: send to QP 1 failed: %s", strerror(errno));
+		xs_log("roce cm: send to QP 1 failed: %s", xs_strerror(errno));
 }
 
 /* ---- RC packets that came to the CM ------------------------------------------ */
@@ -359,7 +360,7 @@ static unsigned early_n;
 static void early_drop(const struct xrcm_early *e, int err)
 {
 	xs_log("roce cm: RC packet for QP %u (opcode 0x%02x) that came before its socket dropped: %s",
-	       e->qpn, e->pkt[0], err == -ENOENT ? "no such QP" : strerror(-err));
+	       e->qpn, e->pkt[0], err == -ENOENT ? "no such QP" : xs_strerror(-err));
 }
 
 static void xrcm_early(const uint8_t *pkt, size_t len, const struct sockaddr_storage *local,

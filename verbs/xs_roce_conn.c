@@ -19,6 +19,7 @@
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
 #include "verbs/xs_stat.h"
+#include "util/xs_errno.h"
 
 __thread bool xr_in_rx;
 atomic_uint xr_lingering;
@@ -427,7 +428,7 @@ void xr_xmit_slots(struct xs_roce_conn *x, struct xr_slot *const *v, unsigned n,
 			if (m[done].msg_hdr.msg_controllen && atomic_load(&x->gso) &&
 			    (errno == EINVAL || errno == EIO || errno == EOPNOTSUPP)) {
 				xs_log("roce: QP %u: UDP GSO refused (%s): one datagram a packet",
-				       x->path.qpn, strerror(errno));
+				       x->path.qpn, xs_strerror(errno));
 				atomic_store(&x->gso, false);
 			}
 			done++;

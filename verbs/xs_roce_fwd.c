@@ -38,6 +38,7 @@
 #include "verbs/xs_local_wire.h"
 #include "verbs/xs_priv_abi.h"
 #include "verbs/xs_roce_priv.h"
+#include "util/xs_errno.h"
 
 /* a forward is received into the QP's first two receive buffers */
 _Static_assert(XS_LOCAL_FWD_MAX + ROCED_HDR_LEN <= 2 * XR_RX_BUF && XR_BATCH >= 2, "room for a forward");
@@ -158,7 +159,7 @@ void xr_fwd_send(struct xs_roce_conn *x, uint32_t qpn, const uint8_t *pkts, size
 		return; /* the owner's queue is full: a loss its peer resends */
 	x->rx_bad++;
 	xs_log("roce: QP %u: packet for QP %u (opcode 0x%02x) dropped: %s", x->path.qpn, qpn,
-	       pkts[0], rc == -ENOENT ? "no such QP" : strerror(-rc));
+	       pkts[0], rc == -ENOENT ? "no such QP" : xs_strerror(-rc));
 }
 
 /* One message from fd into buf (n octets, or -1): from the daemon's

@@ -18,6 +18,7 @@
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
+#include "util/xs_errno.h"
 
 /* Receive sizes around direct placement: the octets taken with a payload
  * for the CRC and the next FPDU's headers, and the payload window beyond
@@ -231,7 +232,7 @@ void xs_rx_terminate_fail(struct xs_conn *c, const struct rdmap_term *t)
 				struct msghdr mh = { .msg_iov = c->tx.frame.iov,
 						     .msg_iovlen = (size_t)c->tx.frame.iovcnt };
 				if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-					xs_log("Terminate not sent: %s", strerror(errno));
+					xs_log("Terminate not sent: %s", xs_strerror(errno));
 			}
 		}
 		xs_stat_term(c->stat, true, &t->cause);

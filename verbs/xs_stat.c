@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "verbs/xs_internal.h"
+#include "util/xs_errno.h"
 
 #define PLAIN_OFF (sizeof(struct xs_stat_hdr) + XS_STAT_SLOTS * sizeof(struct xs_stat_conn))
 #define STAT_SIZE (PLAIN_OFF + sizeof(struct xs_stat_plain))
@@ -188,7 +189,7 @@ static bool stat_ready(void)
 	stat_map = stat_file(NULL, 0, NULL);
 	if (!stat_map) {
 		stat_failed = true;
-		xs_log("xsock-stat: no statistics file %s: %s", stat_path, strerror(errno));
+		xs_log("xsock-stat: no statistics file %s: %s", stat_path, xs_strerror(errno));
 		return false;
 	}
 	h = &stat_map->hdr;

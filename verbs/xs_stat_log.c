@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "verbs/xs_internal.h"
+#include "util/xs_errno.h"
 
 void xs_stat_addr_of(struct xs_stat_addr *out, const struct sockaddr_storage *ss)
 {
@@ -90,7 +91,7 @@ void xs_stat_log(const struct xs_stat_log_conn *c)
 	fd = log_open(path);
 	if (fd < 0) {
 		xs_log("XSOCK_STAT_LOG %s: %s", path,
-		       fd == -EPERM ? "another user's file" : strerror(-fd));
+		       fd == -EPERM ? "another user's file" : xs_strerror(-fd));
 		return;
 	}
 	if (write(fd, line, (size_t)n) != n)

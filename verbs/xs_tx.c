@@ -21,6 +21,7 @@
 #include "util/xs_iov.h"
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
+#include "util/xs_errno.h"
 
 #define XS_FRAME_SCRATCH \
 	(sizeof(((struct mpa_txframe *)0)->hdr) + sizeof(((struct mpa_txframe *)0)->trailer) + \
@@ -117,7 +118,7 @@ static int zc_finish(struct xs_conn *c, int rc)
 		xs_log("zero-copy send: the kernel copied anyway (a peer on this host): copies from now on");
 	}
 	if (src < 0 && rc == 0) {
-		xs_log("zero-copy send: the kernel kept the pages: %s; closing", strerror(-src));
+		xs_log("zero-copy send: the kernel kept the pages: %s; closing", xs_strerror(-src));
 		shutdown(c->fd, SHUT_RDWR);
 		rc = src;
 	}

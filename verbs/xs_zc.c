@@ -26,6 +26,7 @@
 
 #include "util/xs_clock.h"
 #include "verbs/xs_internal.h"
+#include "util/xs_errno.h"
 
 /* Linux 6.2 (liburing 2.3's header predates them) */
 #ifndef IORING_SEND_ZC_REPORT_USAGE
@@ -156,7 +157,7 @@ ssize_t xs_zc_send(int fd, const struct iovec *iov, int cnt)
 		/* no SENDMSG_ZC here (or not with these flags): say so once */
 		if (!atomic_exchange(&zc_unsupported, true))
 			xs_log("zero-copy send: the kernel refused SENDMSG_ZC (%s): sendmsg only",
-			       strerror(-res));
+			       xs_strerror(-res));
 		return -EOPNOTSUPP;
 	}
 	return res;
