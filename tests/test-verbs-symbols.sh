@@ -47,4 +47,17 @@ for s in xs_mr_resolve xs_cq_push xs_qp_bind_conn xs_poll_cq; do
 		fail=1
 	fi
 done
+# an errno's text comes from strerrordesc_np (util/xs_errno.h): strerror and
+# everything built on it go through gettext, which takes glibc's locale
+# lock; a stack thread holding it across the application's fork left the
+# child's next setlocale waiting forever (a postgres backend, pgbench/RoCE)
+for lib in "$so" "${XS_TOP_BUILDDIR:-.}/libxsock/.libs/libxsock.so"; do
+	[ -f "$lib" ] || { echo "no $lib"; fail=1; continue; }
+	bad=$(nm -D --undefined-only "$lib" | awk '{print $2}' | sed 's/@.*//' |
+		grep -xE 'strerror|strerror_r|gai_strerror|__xpg_strerror_r|strerror_l|perror|error|error_at_line|v?(err|errx|warn|warnx)|psignal|strsignal')
+	if [ -n "$bad" ]; then
+		echo "$(basename "$lib") imports $(echo $bad) (gettext's locale lock: use xs_strerror)"
+		fail=1
+	fi
+done
 exit $fail
