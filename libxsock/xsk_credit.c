@@ -59,10 +59,6 @@ void xsk_give_credits(struct xsk *s)
 	if (s->state != XSK_CONNECTED || s->peer_gone || s->disc_sent)
 		return;
 	buf = s->rbuf_bytes_avail >= half;
-	if (buf && s->rbuf_half_held) {
-		buf = s->rbuf_bytes_avail >= half + half / 2;
-		s->rbuf_half_held = !buf;
-	}
 	seq = (int16_t)(uint16_t)(s->rseq_no - s->rseq_comp) >= 0;
 	if (!buf && !seq)
 		return;

@@ -547,7 +547,6 @@ static void stream_numbers(struct xsk *s, const struct xsk *o)
 	s->peer_ctrl = o->peer_ctrl;
 	s->disc_sent = o->disc_sent;
 	s->sgl_seen = o->sgl_seen;
-	s->rbuf_half_held = o->rbuf_half_held;
 }
 
 /* The memfd's next entry with its rings and message lengths, decoded

@@ -69,7 +69,6 @@ static const size_t stream_flags[] = {
 	offsetof(struct xsk, shut_wr),	    offsetof(struct xsk, peer_shut_wr),
 	offsetof(struct xsk, peer_gone),    offsetof(struct xsk, peer_ctrl),
 	offsetof(struct xsk, disc_sent),    offsetof(struct xsk, sgl_seen),
-	offsetof(struct xsk, rbuf_half_held),
 };
 
 /* The stream numbers index the rings the entry's sizes make: each

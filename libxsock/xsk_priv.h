@@ -294,10 +294,6 @@ struct xsk {
 	uint32_t rbuf_offset; /* next byte to read */
 	uint32_t rbuf_free_offset; /* start of the next half to advertise */
 	uint32_t rbuf_bytes_avail; /* consumed, not yet advertised */
-	/* the ring's second half is advertised once a quarter of the ring
-	 * is consumed, not at once: a short connection then sends no SGL
-	 * message (xsk_give_credits) */
-	bool rbuf_half_held;
 	size_t rbytes; /* readable bytes */
 	struct xsk_rmsg *rmsg;
 	unsigned rmsg_cap, rmsg_head, rmsg_count;

@@ -322,11 +322,15 @@ int xsk_setup_qp(struct xsk *s, const struct xsk_stack *st, const struct xsk_ado
 	if (ad)
 		return 0; /* the ring goes on where the old process left it */
 
-	/* receive ring: the first half goes out in the connection data */
+	/* receive ring: the whole ring goes out in the connection data, so
+	 * no SGL message follows the connection; the halves are advertised
+	 * again, first half first, as each is consumed.  (rsockets sends its
+	 * second half in an SGL message at once; holding it back instead made
+	 * the update land mid-stream, where a siw peer that closes right
+	 * after its last send finds it unread and resets the connection.) */
 	s->rbuf_offset = 0;
-	s->rbuf_free_offset = s->rbuf_size / 2;
-	s->rbuf_bytes_avail = s->rbuf_size / 2;
-	s->rbuf_half_held = true;
+	s->rbuf_free_offset = 0;
+	s->rbuf_bytes_avail = 0;
 	s->rseq_no = 0;
 	s->rseq_comp = s->rq_size / 2;
 	s->remote_sge = 1; /* entry 0 is the data buffer of our connection data */
@@ -342,7 +346,7 @@ void xsk_local_conn(struct xsk *s, uint8_t out[RS_CONN_DATA_LEN])
 		.target_sgl = { .addr = xsk_mem_to(s, (const void *)s->target_sgl), .key = s->rmr->rkey,
 				.length = RS_SGL_SIZE },
 		.data_buf = { .addr = xsk_mem_to(s, s->rbuf), .key = s->rmr->rkey,
-			      .length = s->rbuf_size / 2 },
+			      .length = s->rbuf_size },
 	};
 	rs_conn_encode(&c, out);
 }
