@@ -29,8 +29,6 @@ py=/usr/bin/python3
 
 xs_scratch
 fail=0
-srv=
-trap 'xs_reap $srv' EXIT
 
 # echo_client NAME PORT N: N octets through the echo, compared
 echo_client() {

@@ -20,14 +20,36 @@ xs_wait_listen() {
     return 0
 }
 
+# xs_tree PID: the PID's descendants, parents first (/proc, no procps)
+xs_tree() {
+    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        echo "$c"; xs_tree "$c"
+    done
+}
+# xs_alive PID: the process is there and not a zombie
+xs_alive() {
+    [ -r /proc/"$1"/stat ] && ! sed 's/.*) //' /proc/"$1"/stat 2>/dev/null | grep -q '^Z'
+}
+
 # Kill a background job if it is still there (bounded cleanup), and its
 # children: a job started through a shell function (`run timeout 60 prog &`)
-# is a subshell whose `timeout` would otherwise outlive it.
+# is a subshell whose `timeout` would otherwise outlive it.  The rest of its
+# tree (a daemon's per-connection children, which rsyncd's are: one wrote
+# its log into a scratch directory after the test had removed it) goes too,
+# within 2 s.
 xs_reap() {
     for p in "$@"; do
+        tree=$(xs_tree "$p")
         LD_PRELOAD= pkill -P "$p" 2>/dev/null # (procps hangs with libasan preloaded)
         kill "$p" 2>/dev/null && sleep 0.2 && kill -9 "$p" 2>/dev/null
         wait "$p" 2>/dev/null
+        [ -n "$tree" ] || continue
+        kill $tree 2>/dev/null
+        i=0
+        for k in $tree; do
+            while xs_alive "$k" && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
+            xs_alive "$k" && kill -9 "$k" 2>/dev/null
+        done
     done
     return 0
 }
