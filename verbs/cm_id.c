@@ -296,6 +296,20 @@ static int cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src
 	socklen_t len = sizeof(*src);
 	int fd, rc = 0;
 
+	/* 127.0.0.1 and ::1 answer themselves (their local routes' source):
+	 * no socket for each loopback connect */
+	if ((dst->sa_family == AF_INET &&
+	     ((const struct sockaddr_in *)dst)->sin_addr.s_addr == htonl(INADDR_LOOPBACK)) ||
+	    (dst->sa_family == AF_INET6 &&
+	     IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)dst)->sin6_addr))) {
+		memset(src, 0, sizeof(*src));
+		memcpy(src, dst, cm_sa_len(dst));
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)src)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)src)->sin6_port = ((struct sockaddr_in6 *)src)->sin6_flowinfo = 0;
+		return 0;
+	}
 	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

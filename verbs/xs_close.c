@@ -191,7 +191,7 @@ void xs_conn_put(struct xs_conn *c)
 	c->qp = NULL;
 	c->closed_cb = NULL;
 	if (!xs_eng_on_thread)
-		pthread_mutex_unlock(&c->rx_mu);
+		xs_rx_unlock(c);
 	pthread_mutex_lock(&c->tx_mu);
 	c->dead = true;
 	pthread_cond_broadcast(&c->tx_cv);

@@ -78,7 +78,7 @@ int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
 		xs_rx_receive(c, 1u << 16, false);
 		if (c->state == CONN_ESTABLISHED && !c->rx_defer && rx_at_boundary(c))
 			goto stopped;
-		pthread_mutex_unlock(&c->rx_mu);
+		xs_rx_unlock(c);
 		if (xs_now_ms() >= end) {
 			export_tx_release(c);
 			return -ETIMEDOUT;
@@ -86,7 +86,7 @@ int xs_conn_export(struct xs_conn *c, struct xs_conn_wire *w, int timeout_ms)
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		poll(&p, 1, 10);
 	}
-	pthread_mutex_unlock(&c->rx_mu);
+	xs_rx_unlock(c);
 	export_tx_release(c);
 	return -EPIPE;
 stopped:
@@ -103,7 +103,7 @@ stopped:
 	int fd = fcntl(c->fd, F_DUPFD, 3);
 	if (fd < 0) {
 		int e = errno;
-		pthread_mutex_unlock(&c->rx_mu);
+		xs_rx_unlock(c);
 		export_tx_release(c);
 		return -e;
 	}
@@ -117,7 +117,7 @@ void xs_conn_export_undo(struct xs_conn *c)
 	if (!c->exported)
 		return;
 	c->exported = false;
-	pthread_mutex_unlock(&c->rx_mu);
+	xs_rx_unlock(c);
 	export_tx_release(c);
 	xs_eng_command(c, CMD_ARM); /* what came meanwhile */
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The initiator's TCP connect (xs_connect, on the caller's thread; the
- * engine thread then runs the MPA exchange, xs_handshake.c), and on the
+/* The initiator's TCP connect (xs_connect, on the caller's thread, which
+ * also sends the MPA Request when TCP connected at once; the engine
+ * thread runs the rest of the MPA exchange, xs_handshake.c), and on the
  * engine thread the redial of a connect refused because nobody listens
  * yet, with the MPA Requests of connects to one address kept in the order
  * of their xs_connect calls. */
@@ -10,12 +11,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/xs_clock.h"
+#include "util/xs_sockaddr.h"
 #include "verbs/xs_engine_priv.h"
 #include "verbs/xs_internal.h"
 #include "verbs/xs_priv_abi.h"
@@ -24,6 +27,14 @@
 /* A connect refused (no listener yet) is dialled again for redial_ms
  * (XS_REDIAL_MS for rdma_connect), from 5 ms apart doubling. */
 #define XS_REDIAL_FIRST_MS 5
+
+/* Whether a nonblocking connect on fd is done and without an error. */
+static bool connected_now(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && p.revents == POLLOUT;
+}
 
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
 	       socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms, xs_connect_fn cb,
@@ -40,6 +51,13 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 		return -errno;
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a source of port 0 names the address only: the port is chosen by
+	 * connect(), which may share one with a TIME_WAIT connection of
+	 * another peer; a bind(port 0) searches the ephemeral range for a port
+	 * nobody holds, slower with every TIME_WAIT and refused once they fill
+	 * it (ab without keep-alive slowed to 1/10 after 10,000 requests) */
+	if (src && slen && xs_sa_port(src) == 0)
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 	if (src && slen && bind(fd, src, slen) < 0 && errno != EADDRNOTAVAIL) {
 		/* a wildcard source that cannot be bound is not an error */
 		xs_log("bind source: %s", xs_strerror(errno));
@@ -81,6 +99,13 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 			xs_eng_conn_free(c);
 			return rc;
 		}
+	} else if (connected_now(fd) && !xs_connect_blocked(c)) {
+		/* TCP's handshake ended inside connect() (a local peer): the
+		 * Request goes now, so it is in the peer's socket when its
+		 * engine accepts (and reads it in that pass), and our engine
+		 * waits for the Reply only; else it sends at its POLLOUT */
+		if (xs_hs_send_request(c) < 0)
+			c->state = CONN_CONNECTING; /* the engine finds the error */
 	}
 	xs_eng_command(c, CMD_ARM);
 	return 0;

@@ -275,8 +275,11 @@ void xs_eng_arm(struct xs_conn *c)
 		return;
 	if (c->state == CONN_CONNECTING)
 		ev = POLLOUT;
+	else if ((c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED) &&
+		 !c->attach_poll_used)
+		c->attach_poll_used = true; /* POLLIN: xs_conn_attach's arm */
 	else if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
-		ev = 0;
+		ev = 0; /* fired: the attach arms (input waits for the QP) */
 	else if (c->state == CONN_WAIT_REQUEST && c->cls_partial)
 		ev = 0; /* the classification timer looks again (xs_hs_cls_scan) */
 	else if (c->state == CONN_ESTABLISHED && atomic_load(&c->rx_stalled))
@@ -288,6 +291,8 @@ void xs_eng_arm(struct xs_conn *c)
 	xs_hs_track(c);
 	c->poll_armed = true;
 	atomic_store(&c->rx_watch, c->state == CONN_ESTABLISHED && (ev & POLLIN));
+	if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
+		atomic_store(&c->attach_poll, true);
 	xs_eng_ref(c); /* the pending poll holds the connection */
 	arm_poll(c, TAG_CONN, c->fd, ev);
 }
@@ -339,7 +344,13 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	c->state = CONN_ESTABLISHED;
 	if (!xs_eng_on_thread)
 		pthread_mutex_unlock(&c->rx_mu);
-	xs_eng_command(c, CMD_ARM);
+	/* the accept's poll, when still pending, fires for the first input
+	 * and conn_event then finds c established (the fence pairs with its) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (xs_eng_on_thread)
+		xs_eng_arm(c); /* a connect's upcall: no command to ourselves */
+	else if (!atomic_load(&c->attach_poll))
+		xs_eng_command(c, CMD_ARM);
 	return 0;
 }
 
@@ -401,6 +412,9 @@ static void conn_event(struct xs_conn *c, int res)
 {
 	c->poll_armed = false;
 	atomic_store(&c->rx_watch, false);
+	/* before c->state is read: an attach after this commands an arm */
+	atomic_store(&c->attach_poll, false);
+	atomic_thread_fence(memory_order_seq_cst);
 	if (c->state == CONN_LINGER) {
 		xs_close_linger_input(c);
 		xs_eng_unref(c); /* the poll's reference */
@@ -416,17 +430,19 @@ static void conn_event(struct xs_conn *c, int res)
 		xs_rx_park(c); /* keeps the poll's reference */
 		return;
 	}
+	bool rearm = true;
+
 	if (c->state == CONN_ESTABLISHED) {
 		if (res & POLLOUT)
 			xs_tx_engine(c);
 		if (res & (POLLIN | POLLRDHUP | POLLERR | POLLHUP))
-			xs_rx_engine_receive(c);
+			rearm = xs_rx_engine_receive(c); /* else the rx_mu holder re-arms */
 		if (c->rr_count && !c->want_out)
 			xs_tx_engine(c);
 	} else {
 		xs_hs_progress(c);
 	}
-	if (c->state != CONN_CLOSED)
+	if (c->state != CONN_CLOSED && rearm)
 		xs_eng_arm(c);
 	xs_eng_unref(c);
 }

@@ -232,6 +232,7 @@ void xs_engine_fork_child(void)
 			c->dead = true; /* the parent's: no tx from here */
 			c->tx_busy = false;
 		}
+		atomic_store(&c->attach_poll, false); /* the parent's poll */
 		if (c->poll_armed) {
 			c->poll_armed = false;
 			atomic_store(&c->rx_watch, false);

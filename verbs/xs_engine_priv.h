@@ -164,6 +164,18 @@ struct xs_conn {
 	_Atomic bool rx_watch;
 	_Atomic bool rx_empty;
 	_Atomic bool rx_app_eof; /* an application thread's receive met FIN or an error */
+	/* The engine's poll fired while an application thread held rx_mu:
+	 * the engine did not re-arm (the socket stays readable, so the poll
+	 * would fire at once, again and again, for as long as the holder
+	 * works: a close flushing its receives); the holder re-arms it as it
+	 * lets go (xs_rx_unlock). */
+	_Atomic bool rx_missed;
+	/* The poll armed once as the handshake ended (the Request went to
+	 * the CM, or the Reply came), while c waits for its QP, is still
+	 * pending: the attach needs no command to the engine
+	 * (xs_conn_attach).  Nothing is read before the QP attaches. */
+	_Atomic bool attach_poll;
+	bool attach_poll_used;
 	/* RNR: a Send arrived before its receive was posted.  The stream
 	 * stops there (rx_mu): the rest of rbuf waits at rx_pend_off, the
 	 * socket is not read (TCP's window holds the sender back, as a busy
@@ -490,16 +502,33 @@ static inline bool xs_rx_over_wanted(struct xs_conn *c)
 	return atomic_load(&c->rx_stalled) && c->rx_over_len < XS_RX_OVER_MAX;
 }
 
-/* Engine thread: c's poll fired for input. */
-static inline void xs_rx_engine_receive(struct xs_conn *c)
+/* Application thread: let go of rx_mu, and give the engine back the poll
+ * it left to us meanwhile (rx_missed).  The fence orders the unlock before
+ * the flag's load, as the engine's store orders before its trylock. */
+static inline void xs_rx_unlock(struct xs_conn *c)
 {
-	/* An application thread receiving here (xs_conn_poll) takes what is
-	 * there; waiting for its lock would only add a wake-up.  What it
-	 * leaves keeps the socket readable, and the re-armed poll fires. */
-	if (pthread_mutex_trylock(&c->rx_mu))
-		return;
+	pthread_mutex_unlock(&c->rx_mu);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&c->rx_missed, memory_order_relaxed) &&
+	    atomic_exchange(&c->rx_missed, false))
+		xs_eng_command(c, CMD_ARM);
+}
+
+/* Engine thread: c's poll fired for input.  Returns false when an
+ * application thread holds rx_mu: it takes what is there (waiting for its
+ * lock would only add a wake-up), and its xs_rx_unlock re-arms the poll;
+ * the caller does not. */
+static inline bool xs_rx_engine_receive(struct xs_conn *c)
+{
+	if (pthread_mutex_trylock(&c->rx_mu)) {
+		atomic_store(&c->rx_missed, true);
+		if (pthread_mutex_trylock(&c->rx_mu))
+			return false;
+	}
+	atomic_store(&c->rx_missed, false);
 	xs_rx_receive(c, 4u << 20, true); /* then let other connections run */
 	pthread_mutex_unlock(&c->rx_mu);
+	return true;
 }
 
 /* ---- handshakes (xs_handshake.c) ------------------------------------------ */
@@ -515,6 +544,10 @@ void xs_hs_connect_done(struct xs_conn *c, int status, const struct mpa_frame *r
 /* Engine thread: take c's handshake a step on (its poll fired, or a
  * timer): connect, Request, Reply, classification. */
 void xs_hs_progress(struct xs_conn *c);
+/* Initiator, TCP connected: send the MPA Request, then wait for the
+ * Reply (CONN_WAIT_REPLY).  The engine thread at its POLLOUT, or the
+ * caller's thread in xs_connect before the engine knows c.  0 or -errno. */
+int xs_hs_send_request(struct xs_conn *c);
 /* Engine thread: a connection in CONNECTING, WAIT_REPLY or WAIT_REQUEST
  * goes on the deadline list (XSOCK_MPA_TIMEOUT_MS; the list holds a
  * reference); xs_hs_scan (TAG_TIMER) ends those past it. */

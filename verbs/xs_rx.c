@@ -461,7 +461,7 @@ void xs_conn_rx_lock(struct xs_conn *c)
 void xs_conn_rx_unlock(struct xs_conn *c)
 {
 	if (!rx_held_by_export(c))
-		pthread_mutex_unlock(&c->rx_mu);
+		xs_rx_unlock(c);
 }
 
 void xs_conn_rx_kick(struct xs_conn *c, bool never)
@@ -491,7 +491,7 @@ ssize_t xs_conn_poll(struct xs_conn *c, size_t budget, bool maybe)
 	bool pump = c->rx_rr_queued;
 
 	c->rx_rr_queued = false;
-	pthread_mutex_unlock(&c->rx_mu);
+	xs_rx_unlock(c);
 	if (pump)
 		xs_tx_caller_pump(c);
 	return got;
@@ -577,7 +577,7 @@ void xs_rx_over_read(struct xs_conn *c)
 	if (n > 0)
 		c->rx_over_len += (size_t)n;
 out:
-	pthread_mutex_unlock(&c->rx_mu);
+	xs_rx_unlock(c);
 }
 
 /* ---- RNR: a Send waits for its receive (engine thread) ------------------------ */

@@ -348,7 +348,7 @@ static void tx_release(struct xs_conn *c)
 	rr_pump_caller(c);
 	pthread_mutex_lock(&c->tx_mu);
 	c->tx_busy = false;
-	kick = c->rr_count > 0 || c->disconnect_asked;
+	kick = c->rr_count > 0 || (c->disconnect_asked && !c->fin_sent); /* the FIN waits for tx */
 	pthread_cond_broadcast(&c->tx_cv);
 	pthread_mutex_unlock(&c->tx_mu);
 	if (kick)
