@@ -427,6 +427,7 @@ static int accept4_held(struct xsk *s, struct sockaddr *addr, socklen_t *len, in
 	xsk_fork_listener_use(s);
 	struct xsk_sigsnap snap;
 	int64_t deadline = -2; /* set on the first look */
+	bool quiet = false; /* the service thread leaves s to us */
 	xsk_sig_snap(&snap);
 	for (;;) {
 		xsk_lock(s);
@@ -450,10 +451,16 @@ static int accept4_held(struct xsk *s, struct sockaddr *addr, socklen_t *len, in
 			rc = -EAGAIN;
 			break;
 		}
+		if (!quiet) {
+			xsk_svc_accept_wait(s, true);
+			quiet = true;
+		}
 		rc = xsk_wait_step(s, deadline, false, false, &snap);
 		if (rc)
 			break; /* -EINTR, or -EAGAIN after SO_RCVTIMEO */
 	}
+	if (quiet)
+		xsk_svc_accept_wait(s, false);
 	if (c && xsk_plain_fd(c) >= 0) {
 		int pfd = accept_plain(s, c, addr, len, flags);
 		xsk_fd_put(s);

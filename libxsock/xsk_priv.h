@@ -347,9 +347,11 @@ struct xsk {
 	int64_t probe_deadline;
 	bool probe_switching;
 
-	/* listeners: the service thread answers connection requests */
+	/* listeners: the service thread answers connection requests, except
+	 * while threads wait in accept() (accept_waiters), which do it then */
 	struct xsk *svc_next;
-	bool in_svc;
+	_Atomic bool in_svc;
+	_Atomic int accept_waiters;
 
 	/* epoll registrations naming this socket (xsk_epoll.c; the table lock) */
 	struct xsk_epreg *regs;

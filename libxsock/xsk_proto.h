@@ -165,6 +165,12 @@ int xsk_shutdown_locked(struct xsk *s, int how);
  * requests while the application is not in accept() (the kernel's backlog
  * does that for TCP).  s->mu not held.  0 or -EAGAIN (no thread). */
 int xsk_svc_add(struct xsk *s);
+/* A thread of the application begins (on) or ends its wait in accept()
+ * on the listener s (s->mu not held): while one waits, the service thread
+ * is not woken for s's requests, which that thread accepts itself (one
+ * wake-up per request, not two racing for s->mu).  No lock; the service
+ * thread's epoll registration is changed by the first and the last. */
+void xsk_svc_accept_wait(struct xsk *s, bool on);
 /* The fork handlers (xsk_fork.c): prepare takes svc_mu (after a starting
  * thread reached its loop), the parent drops it, the child forgets the
  * thread and its epoll set. */

@@ -100,6 +100,21 @@ void xsk_svc_del(struct xsk *s)
 	xsk_mutex_unlock(&svc_mu);
 }
 
+void xsk_svc_accept_wait(struct xsk *s, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+
+	if (on ? atomic_fetch_add(&s->accept_waiters, 1) != 0
+	       : atomic_fetch_sub(&s->accept_waiters, 1) != 1)
+		return;
+	if (on)
+		ev.events = 0;
+	/* svc_mu is not taken (the service thread holds it while it accepts
+	 * on any listener); an fd xsk_svc_del took off says ENOENT */
+	if (atomic_load(&s->in_svc) && svc_ep >= 0)
+		xsk_real.epoll_ctl(svc_ep, EPOLL_CTL_MOD, s->ch->fd, &ev);
+}
+
 void xsk_svc_fork_prepare(void)
 {
 	/* a thread still starting may be inside the allocator (a sanitizer's
