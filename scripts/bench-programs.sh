@@ -32,6 +32,8 @@
 #                 3000 items of 100-1000 octets, 5 passes, every value compared
 #   nginx-ab      (with nginx) ab -c 8 without keep-alive on the 4 KiB file:
 #                 a connection per request
+#   lighttpd      ab -c 8 without keep-alive on a 4 KiB file from lighttpd
+#                 (one process, its defaults): a connection per request
 #   churn         a python3 client: connect, a 32-octet echo checked, close,
 #                 2000 times in a row against a python3 echo server
 #   churn-c16     the same from 16 client processes at once
@@ -74,8 +76,8 @@ libs="$bdir/verbs/.libs/libiwarp.so.0 $bdir/libxsock/.libs/libxsock.so.0"
 [ $netem = 1 ] && [ $netns = 0 ] && { echo "$me: --netem needs --netns" >&2; exit 2; }
 [ $netns = 1 ] && [ "$(id -u)" != 0 ] && { echo "$me: --netns needs root" >&2; exit 2; }
 case $only in
-''|iperf3|iperf3-1|iperf3-P4|redis|pgbench|nginx|memcached|churn|churn-c16) ;;
-*) echo "$me: --only: one of iperf3 iperf3-P4 redis pgbench nginx memcached churn churn-c16" >&2; exit 2 ;;
+''|iperf3|iperf3-1|iperf3-P4|redis|pgbench|nginx|lighttpd|memcached|churn|churn-c16) ;;
+*) echo "$me: --only: one of iperf3 iperf3-P4 redis pgbench nginx lighttpd memcached churn churn-c16" >&2; exit 2 ;;
 esac
 command -v /usr/bin/time >/dev/null 2>&1 || { echo "$me: no /usr/bin/time (apt-get install time)" >&2; exit 2; }
 
@@ -482,6 +484,49 @@ churn_run() {
     stop_server
 }
 
+# lighttpd: a connection per request (ab without -k), every request checked
+lighttpd_setup() {
+    [ -x /usr/sbin/lighttpd ] || { echo "$me: note: no lighttpd (scripts/install-deps.sh): skipped" >&2; return 1; }
+    command -v ab >/dev/null 2>&1 || { echo "$me: note: no ab (apache2-utils): lighttpd skipped" >&2; return 1; }
+    mkdir -p "$tmp/lwww" "$tmp/lhttpd"
+    chmod 755 "$tmp/lwww"
+    head -c 4096 /dev/urandom >"$tmp/lwww/small.bin"
+    chmod 644 "$tmp/lwww/small.bin"
+}
+lighttpd_run() {
+    r=$1 k=lighttpd-$1-$2 port=$(free_port)
+    cat >"$tmp/lhttpd/$k.conf" <<EOF
+server.document-root = "$tmp/lwww"
+server.bind = "$saddr"
+server.port = $port
+server.errorlog = "$tmp/lhttpd/$k.error.log"
+server.pid-file = "$tmp/lhttpd/$k.pid"
+mimetype.assign = ( ".bin" => "application/octet-stream" )
+EOF
+    start_server "$k" "$r" timeout 600 /usr/sbin/lighttpd -D -f "$tmp/lhttpd/$k.conf"
+    wait_listen "$port" || { fail lighttpd-ab "$r" "lighttpd did not listen" "$tmp/$k.srv"; stop_server; return; }
+    url=http://$saddr:$port
+    if ! rowrun "$r" cli "" timeout 60 curl -sS --max-time 50 -o "$tmp/$k.got" "$url/small.bin" 2>"$tmp/$k.curl" ||
+        ! cmp -s "$tmp/$k.got" "$tmp/lwww/small.bin"; then
+        fail lighttpd-ab "$r" "4 KiB fetch differs" "$tmp/$k.curl" "$tmp/lhttpd/$k.error.log"; stop_server; return
+    fi
+    c0=$(tree_cpu "$srvjob")
+    if ! rowrun "$r" cli "$tmp/$k.abtime" timeout 300 ab -q -n "$abn" -c 8 "$url/small.bin" \
+        >"$tmp/$k.ab" 2>&1; then
+        fail lighttpd-ab "$r" "ab failed" "$tmp/$k.ab"; stop_server; return
+    fi
+    c1=$(tree_cpu "$srvjob")
+    v=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/$k.ab")
+    if [ -z "$v" ] || ! grep -q "^Failed requests: *0$" "$tmp/$k.ab" ||
+        ! grep -q "^Document Length: *4096 bytes" "$tmp/$k.ab"; then
+        fail lighttpd-ab "$r" "ab: failed requests" "$tmp/$k.ab"
+    else
+        record lighttpd-ab "$r" "$v" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
+            "$(time_s "$tmp/$k.abtime")"
+    fi
+    stop_server
+}
+
 memcached_setup() {
     command -v memcached >/dev/null 2>&1 ||
         { echo "$me: note: no memcached (scripts/install-deps.sh): skipped" >&2; return 1; }
@@ -567,12 +612,13 @@ fi
 
 # ---- setup, then the repetitions: within each, every program and row ----
 progs=
-for p in iperf3-1 iperf3-P4 redis pgbench nginx memcached churn churn-c16; do
+for p in iperf3-1 iperf3-P4 redis pgbench nginx lighttpd memcached churn churn-c16; do
     want "$p" || continue
     case $p in
     churn*) [ -f "$tmp/churn-srv.py" ] || churn_setup ;;
     pgbench) pg_setup || continue ;;
     nginx) nginx_setup || continue ;;
+    lighttpd) lighttpd_setup || continue ;;
     memcached) memcached_setup || continue ;;
     redis) if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
         echo "$me: note: no redis-server/redis-benchmark: skipped" >&2; continue
@@ -598,6 +644,7 @@ while [ $rep -lt "$reps" ]; do
             redis) redis_run "$row" $rep ;;
             pgbench) pgbench_run "$row" $rep ;;
             nginx) nginx_run "$row" $rep ;;
+            lighttpd) lighttpd_run "$row" $rep ;;
             memcached) memcached_run "$row" $rep ;;
             churn*) churn_run "$prog" "$row" $rep ;;
             esac
@@ -616,7 +663,7 @@ unit() {
 }
 [ -n "$plot" ] && { mkdir -p "$plot"; echo "# program row ratio_to_tcp (medians)" >"$plot/programs.dat"; }
 printf '\n%-12s %-14s %10s %-7s %8s %9s %9s %5s\n' program row median unit "vs tcp" "srv cpu s" "cli cpu s" runs
-for p in iperf3 iperf3-P4 redis-set redis-get pgbench nginx nginx-ab memcached churn churn-reply \
+for p in iperf3 iperf3-P4 redis-set redis-get pgbench nginx nginx-ab lighttpd-ab memcached churn churn-reply \
     churn-c16 churn-c16-reply; do
     grep -q "^$p " "$res" || continue
     t=$(med "$p" tcp 3)

@@ -11,7 +11,8 @@ ibverbs-utils rdmacm-utils perftest fio qperf socat curl iperf3 sockperf \
 tshark tcpdump python3 groff-base valgrind procps \
 qemu-system-x86 busybox-static cpio kmod iproute2 strace linux-source-6.1 gcc-12 patch xz-utils \
 redis-server redis-tools nginx-light openssh-server openssh-client rsync wrk postgresql libfabric-bin \
-tgt libiscsi-bin python3-pyverbs memcached gnuplot-nox time git openmpi-bin libopenmpi-dev"
+tgt libiscsi-bin python3-pyverbs memcached gnuplot-nox time git openmpi-bin libopenmpi-dev \
+apache2-utils lighttpd"
 
 missing=""
 for p in $PKGS; do
