@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The initiator's TCP connect (xs_connect, on the caller's thread, which
- * also sends the MPA Request when TCP connected at once; the engine
- * thread runs the rest of the MPA exchange, xs_handshake.c), and on the
+/* The initiator's TCP connect (xs_connect, on the caller's thread; the
+ * engine thread then runs the MPA exchange, xs_handshake.c), and on the
  * engine thread the redial of a connect refused because nobody listens
  * yet, with the MPA Requests of connects to one address kept in the order
  * of their xs_connect calls. */
@@ -11,7 +10,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,14 +25,6 @@
 /* A connect refused (no listener yet) is dialled again for redial_ms
  * (XS_REDIAL_MS for rdma_connect), from 5 ms apart doubling. */
 #define XS_REDIAL_FIRST_MS 5
-
-/* Whether a nonblocking connect on fd is done and without an error. */
-static bool connected_now(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-	return poll(&p, 1, 0) == 1 && p.revents == POLLOUT;
-}
 
 int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr *src,
 	       socklen_t slen, const struct mpa_prefs *prefs, unsigned redial_ms, xs_connect_fn cb,
@@ -99,13 +89,6 @@ int xs_connect(const struct sockaddr *dst, socklen_t dlen, const struct sockaddr
 			xs_eng_conn_free(c);
 			return rc;
 		}
-	} else if (connected_now(fd) && !xs_connect_blocked(c)) {
-		/* TCP's handshake ended inside connect() (a local peer): the
-		 * Request goes now, so it is in the peer's socket when its
-		 * engine accepts (and reads it in that pass), and our engine
-		 * waits for the Reply only; else it sends at its POLLOUT */
-		if (xs_hs_send_request(c) < 0)
-			c->state = CONN_CONNECTING; /* the engine finds the error */
 	}
 	xs_eng_command(c, CMD_ARM);
 	return 0;

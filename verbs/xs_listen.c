@@ -176,9 +176,9 @@ void xs_listen_accept(struct xs_listener *l)
 			c->cls_pending = true;
 			c->cls_deadline_ms = xs_now_ms() + cls_ms;
 		}
-		/* a local initiator sent its Request from inside connect(), so
-		 * it is often here already: read it in this pass, else when it
-		 * arrives (the temporary reference: a bad Request drops c) */
+		/* the Request may be here already: read it in this pass, else
+		 * when it arrives (the temporary reference: a bad Request
+		 * drops c) */
 		xs_eng_ref(c);
 		xs_hs_progress(c);
 		if (c->state != CONN_CLOSED)
