@@ -176,14 +176,7 @@ void xs_listen_accept(struct xs_listener *l)
 			c->cls_pending = true;
 			c->cls_deadline_ms = xs_now_ms() + cls_ms;
 		}
-		/* the Request may be here already: read it in this pass, else
-		 * when it arrives (the temporary reference: a bad Request
-		 * drops c) */
-		xs_eng_ref(c);
-		xs_hs_progress(c);
-		if (c->state != CONN_CLOSED)
-			xs_eng_arm(c);
-		xs_eng_unref(c);
+		xs_eng_arm(c); /* the Request (or the first octets) read when it arrives */
 		if (cls_ms)
 			xs_hs_cls_arm();
 	}
