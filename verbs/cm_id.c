@@ -304,18 +304,17 @@ static int cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src
 	     IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)dst)->sin6_addr))) {
 		memset(src, 0, sizeof(*src));
 		memcpy(src, dst, cm_sa_len(dst));
-		if (src->ss_family == AF_INET)
-			((struct sockaddr_in *)src)->sin_port = 0;
-		else
-			((struct sockaddr_in6 *)src)->sin6_port = ((struct sockaddr_in6 *)src)->sin6_flowinfo = 0;
-		return 0;
+		if (src->ss_family == AF_INET6)
+			((struct sockaddr_in6 *)src)->sin6_flowinfo = 0;
+	} else {
+		fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, dst, cm_sa_len(dst)) < 0 ||
+		    getsockname(fd, (struct sockaddr *)src, &len) < 0)
+			rc = -errno;
+		close(fd);
 	}
-	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, dst, cm_sa_len(dst)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0)
-		rc = -errno;
-	close(fd);
 	if (!rc) {
 		/* the TCP connection picks its own port */
 		if (src->ss_family == AF_INET)

@@ -276,9 +276,10 @@ void xs_eng_arm(struct xs_conn *c)
 	if (c->state == CONN_CONNECTING)
 		ev = POLLOUT;
 	else if ((c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED) &&
-		 !c->attach_poll_used)
+		 !c->attach_poll_used) {
 		c->attach_poll_used = true; /* POLLIN: xs_conn_attach's arm */
-	else if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
+		atomic_store(&c->attach_poll, true);
+	} else if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
 		ev = 0; /* fired: the attach arms (input waits for the QP) */
 	else if (c->state == CONN_WAIT_REQUEST && c->cls_partial)
 		ev = 0; /* the classification timer looks again (xs_hs_cls_scan) */
@@ -291,8 +292,6 @@ void xs_eng_arm(struct xs_conn *c)
 	xs_hs_track(c);
 	c->poll_armed = true;
 	atomic_store(&c->rx_watch, c->state == CONN_ESTABLISHED && (ev & POLLIN));
-	if (c->state == CONN_WAIT_ACCEPT || c->state == CONN_ACCEPTED)
-		atomic_store(&c->attach_poll, true);
 	xs_eng_ref(c); /* the pending poll holds the connection */
 	arm_poll(c, TAG_CONN, c->fd, ev);
 }

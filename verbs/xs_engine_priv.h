@@ -544,12 +544,6 @@ void xs_hs_connect_done(struct xs_conn *c, int status, const struct mpa_frame *r
 /* Engine thread: take c's handshake a step on (its poll fired, or a
  * timer): connect, Request, Reply, classification. */
 void xs_hs_progress(struct xs_conn *c);
-/* Initiator, TCP connected: send the MPA Request, then wait for the
- * Reply (CONN_WAIT_REPLY).  Engine thread, at the socket's POLLOUT (so the
- * Requests to one address leave in the order of the connects: the caller's
- * thread sending the ones connected at once put them out of order,
- * test-cm-order).  0 or -errno. */
-int xs_hs_send_request(struct xs_conn *c);
 /* Engine thread: a connection in CONNECTING, WAIT_REPLY or WAIT_REQUEST
  * goes on the deadline list (XSOCK_MPA_TIMEOUT_MS; the list holds a
  * reference); xs_hs_scan (TAG_TIMER) ends those past it. */

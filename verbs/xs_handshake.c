@@ -168,20 +168,6 @@ static void responder_drop(struct xs_conn *c)
 	xs_eng_unref(c); /* the engine's; a pending poll's keeps it until conn_event ends */
 }
 
-int xs_hs_send_request(struct xs_conn *c)
-{
-	uint8_t buf[XS_HS_MAX];
-	ssize_t n = mpa_frame_encode(&c->req, buf, sizeof(buf));
-	int rc = n < 0 ? (int)n : send_small(c->fd, buf, (size_t)n);
-
-	if (rc < 0)
-		return rc;
-	c->state = CONN_WAIT_REPLY;
-	c->hs_have = 0;
-	c->hs_need = MPA_RR_HDR_LEN;
-	return 0;
-}
-
 void xs_hs_progress(struct xs_conn *c)
 {
 	struct mpa_frame f;
@@ -207,11 +193,16 @@ void xs_hs_progress(struct xs_conn *c)
 			xs_connect_hold(c);
 			return;
 		}
-		rc = xs_hs_send_request(c);
+		uint8_t buf[XS_HS_MAX];
+		ssize_t n = mpa_frame_encode(&c->req, buf, sizeof(buf));
+		rc = n < 0 ? (int)n : send_small(c->fd, buf, (size_t)n);
 		if (rc < 0) {
 			xs_hs_connect_done(c, rc, NULL);
 			return;
 		}
+		c->state = CONN_WAIT_REPLY;
+		c->hs_have = 0;
+		c->hs_need = MPA_RR_HDR_LEN;
 		break;
 	}
 	case CONN_WAIT_REPLY:
