@@ -386,22 +386,27 @@ EOF
             "$(time_s "$tmp/$k.ctime")"
     fi
     # a connection per request: ab without -k
-    if command -v ab >/dev/null 2>&1; then
-        c0=$(tree_cpu "$srvjob")
-        if ! rowrun "$r" cli "$tmp/$k.abtime" timeout 300 ab -q -n "$abn" -c 8 "$url/small.bin" \
-            >"$tmp/$k.ab" 2>&1; then
-            fail nginx-ab "$r" "ab failed" "$tmp/$k.ab"; stop_server; return
-        fi
-        c1=$(tree_cpu "$srvjob")
-        v=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/$k.ab")
-        if [ -z "$v" ] || ! grep -q "^Failed requests: *0$" "$tmp/$k.ab"; then
-            fail nginx-ab "$r" "ab: failed requests" "$tmp/$k.ab"
-        else
-            record nginx-ab "$r" "$v" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
-                "$(time_s "$tmp/$k.abtime")"
-        fi
-    fi
+    if command -v ab >/dev/null 2>&1; then ab_row nginx-ab "$r" "$k" "$url/small.bin"; fi
     stop_server
+}
+
+# ab_row PROG ROW KEY URL: ab -c 8 without keep-alive on URL (a 4 KiB file)
+# from the row's client side, recorded as PROG with the server's CPU; a
+# failed request or another length is a failure (fail, then return 0).
+ab_row() {
+    c0=$(tree_cpu "$srvjob")
+    if ! rowrun "$2" cli "$tmp/$3.abtime" timeout 300 ab -q -n "$abn" -c 8 "$4" >"$tmp/$3.ab" 2>&1; then
+        fail "$1" "$2" "ab failed" "$tmp/$3.ab"; return 0
+    fi
+    c1=$(tree_cpu "$srvjob")
+    v=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/$3.ab")
+    if [ -z "$v" ] || ! grep -q "^Failed requests: *0$" "$tmp/$3.ab" ||
+        ! grep -q "^Document Length: *4096 bytes" "$tmp/$3.ab"; then
+        fail "$1" "$2" "ab: failed requests" "$tmp/$3.ab"
+    else
+        record "$1" "$2" "$v" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
+            "$(time_s "$tmp/$3.abtime")"
+    fi
 }
 
 # churn: a connection per exchange, from python3 on both sides
@@ -510,20 +515,7 @@ EOF
         ! cmp -s "$tmp/$k.got" "$tmp/lwww/small.bin"; then
         fail lighttpd-ab "$r" "4 KiB fetch differs" "$tmp/$k.curl" "$tmp/lhttpd/$k.error.log"; stop_server; return
     fi
-    c0=$(tree_cpu "$srvjob")
-    if ! rowrun "$r" cli "$tmp/$k.abtime" timeout 300 ab -q -n "$abn" -c 8 "$url/small.bin" \
-        >"$tmp/$k.ab" 2>&1; then
-        fail lighttpd-ab "$r" "ab failed" "$tmp/$k.ab"; stop_server; return
-    fi
-    c1=$(tree_cpu "$srvjob")
-    v=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/$k.ab")
-    if [ -z "$v" ] || ! grep -q "^Failed requests: *0$" "$tmp/$k.ab" ||
-        ! grep -q "^Document Length: *4096 bytes" "$tmp/$k.ab"; then
-        fail lighttpd-ab "$r" "ab: failed requests" "$tmp/$k.ab"
-    else
-        record lighttpd-ab "$r" "$v" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
-            "$(time_s "$tmp/$k.abtime")"
-    fi
+    ab_row lighttpd-ab "$r" "$k" "$url/small.bin"
     stop_server
 }
 
