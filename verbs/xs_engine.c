@@ -344,8 +344,9 @@ int xs_conn_attach(struct xs_conn *c, const struct xs_conn_ops *ops, void *qp,
 	if (!xs_eng_on_thread)
 		pthread_mutex_unlock(&c->rx_mu);
 	/* the accept's poll, when still pending, fires for the first input
-	 * and conn_event then finds c established (the fence pairs with its) */
-	atomic_thread_fence(memory_order_seq_cst);
+	 * and conn_event then finds c established: the state's store and
+	 * attach_poll's load here, attach_poll's store and the state's load
+	 * there, are all seq_cst, so one side sees the other's */
 	if (xs_eng_on_thread)
 		xs_eng_arm(c); /* a connect's upcall: no command to ourselves */
 	else if (!atomic_load(&c->attach_poll))
@@ -411,9 +412,9 @@ static void conn_event(struct xs_conn *c, int res)
 {
 	c->poll_armed = false;
 	atomic_store(&c->rx_watch, false);
-	/* before c->state is read: an attach after this commands an arm */
+	/* before c->state is read (both seq_cst): an attach after this
+	 * commands an arm */
 	atomic_store(&c->attach_poll, false);
-	atomic_thread_fence(memory_order_seq_cst);
 	if (c->state == CONN_LINGER) {
 		xs_close_linger_input(c);
 		xs_eng_unref(c); /* the poll's reference */
