@@ -60,17 +60,21 @@ cell() {
     name=$1 srv=$2 cli=$3
     echo "$name" | grep -Eq -- "$only" || return 0
     t0=$(date +%s)
-    ip netns exec "$ns_a" timeout 120 "$XS_RUN" $srv >"$tmp/s" 2>&1 &
+    # (the server's log lines say, if it hangs, whether it was resending)
+    ip netns exec "$ns_a" env XSOCK_DEBUG=1 timeout 120 "$XS_RUN" $srv >"$tmp/s" 2>&1 &
     spid=$!
     sleep 0.5
     ip netns exec "$ns_b" timeout 120 "$XS_RUN" $cli 10.78.0.1 >"$tmp/c" 2>&1
     crc=$?
+    # the server ends within its linger (1 s) of the client
+    xs_hang_wait $spid 30 >"$tmp/hang"
     wait $spid
     src=$?
     if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
         echo "FAIL $name: client rc $crc, server rc $src"
         echo "-- client"; tail -25 "$tmp/c"
         echo "-- server"; tail -25 "$tmp/s"
+        cat "$tmp/hang"
         fail=1
     else
         echo "ok $name ($(($(date +%s) - t0)) s): $(grep -E 'iters in|^ *[0-9]+ +[0-9]+ ' "$tmp/c" | tail -1)"

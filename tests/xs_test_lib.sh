@@ -54,6 +54,25 @@ xs_reap() {
     return 0
 }
 
+# xs_hang_wait PID SECS: wait up to SECS for the job PID to end.  If it is
+# still there, print where every thread of its tree is (gdb's backtraces;
+# a hang in CI otherwise leaves only a timeout's exit status), reap it and
+# return 1.
+xs_hang_wait() {
+    hw_i=0
+    while xs_alive "$1" && [ $hw_i -lt $(($2 * 10)) ]; do sleep 0.1; hw_i=$((hw_i + 1)); done
+    xs_alive "$1" || return 0
+    echo "HANG: still running $2 s later:"
+    for hw_p in $(xs_tree "$1"); do
+        echo "-- pid $hw_p: $(tr '\0' ' ' </proc/"$hw_p"/cmdline 2>/dev/null)"
+        command -v gdb >/dev/null 2>&1 &&
+            LD_PRELOAD= timeout 60 gdb -nx -batch -p "$hw_p" -ex 'thread apply all bt' 2>/dev/null |
+            grep -E '^(Thread |#)'
+    done
+    xs_reap "$1"
+    return 1
+}
+
 # In a sanitizer build libiwarp needs the ASan runtime loaded first.
 xs_lib=${XS_TOP_BUILDDIR:-.}/verbs/.libs/libiwarp.so.0
 if command -v ldd >/dev/null 2>&1 && ldd "$xs_lib" 2>/dev/null | grep -q libasan; then
