@@ -12,7 +12,7 @@ tshark tcpdump python3 groff-base valgrind procps \
 qemu-system-x86 busybox-static cpio kmod iproute2 strace linux-source-6.1 gcc-12 patch xz-utils \
 redis-server redis-tools nginx-light openssh-server openssh-client rsync wrk postgresql libfabric-bin \
 tgt libiscsi-bin python3-pyverbs memcached gnuplot-nox time git openmpi-bin libopenmpi-dev \
-apache2-utils lighttpd"
+apache2-utils lighttpd gdb"
 
 missing=""
 for p in $PKGS; do
